@@ -1,0 +1,34 @@
+# Two commands do everything (see README):
+#   make run    build .venv if missing, then the whole pipeline on config.yaml
+#   make test   build .venv if missing, then the test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CORES ?= all
+SNAKEMAKE_ARGS ?=
+
+.PHONY: run test venv lint bench report clean-venv
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+run: venv
+	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS) all
+
+test: venv
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/snakemake --lint
+	$(BIN)/snakefmt --check Snakefile workflow/rules
+
+bench: venv
+	$(BIN)/python benchmarks/throughput.py
+
+clean-venv:
+	rm -rf $(VENV)

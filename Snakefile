@@ -1,0 +1,18 @@
+# sparselen: "The Role of Sparsity for Length Generalization in Transformers" (ICML 2025),
+# reproduced. `snakemake --cores all` builds every figure and table; see README.md.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/parity.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.fig_parity.input,

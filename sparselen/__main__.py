@@ -1,0 +1,5 @@
+import sys
+
+from sparselen.cli import main
+
+sys.exit(main())

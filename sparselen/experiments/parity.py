@@ -1,0 +1,120 @@
+"""The sparse parity experiment (SPEC.md section 3): evaluation set, training, evaluation,
+table and figure, each a ``sparselen parity <step>`` command called by one Snakemake rule."""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+import torch
+
+from sparselen import io
+from sparselen.aggregate import read_tables, summary_table, write_table
+from sparselen.device import resolve_device, set_threads
+from sparselen.evaluate import evaluate_grid
+from sparselen.plotting import plot_panels, save_figure
+from sparselen.provenance import provenance
+from sparselen.settings import model_config, parse_json_arg, train_config
+from sparselen.tasks import parity
+from sparselen.train import load_model, train
+
+log = logging.getLogger(__name__)
+
+
+def make_eval_set(cfg: dict, out) -> None:
+    """``cfg`` = parity.eval: the shared samples every model is evaluated on."""
+    cells = parity.evaluation_set(cfg["seed"], cfg["k_test"], cfg["lengths"], cfg["n"])
+    io.torch_save({"cells": cells, "provenance": provenance(cfg, cfg["seed"])}, out)
+    log.info("wrote %d cells (%d impossible cells left out) to %s", len(cells),
+             len(cfg["k_test"]) * len(cfg["lengths"]) - len(cells), out)
+
+
+def run_training(cfg: dict, K: int, seed: int, out_model, out_log, out_summary, checkpoint,
+                 device: str = "auto") -> dict:
+    """``cfg`` = {model, pose, train}: train one model on k ~ Unif{1..K}."""
+    dev = resolve_device(device)
+    mc = model_config(cfg["model"], len(parity.VOCAB))
+    tc = train_config(cfg["train"], seed, cfg["pose"], compile=cfg.get("compile", False))
+    run = {**cfg, "K_train": K, "seed": seed}
+    batches = parity.training_batches(seed, tc.batch_size, cfg["train"]["lengths"], K)
+    summary = train(mc, tc, batches, out_model, checkpoint, dev, run, out_log)
+    io.write_json(out_summary, {"K_train": K, "position": mc.position, **summary})
+    return summary
+
+
+def run_evaluation(model_path, eval_set_path, out_csv, batch_size: int, device: str = "auto") -> pd.DataFrame:
+    dev = resolve_device(device)
+    model, prov = load_model(model_path, dev)
+    cells = torch.load(eval_set_path, weights_only=False)["cells"]
+    df = evaluate_grid(model, cells, batch_size, dev, K_train=prov["run"]["K_train"], seed=prov["seed"],
+                       position=model.cfg.position)
+    df["config_hash"] = prov["config_hash"]
+    io.write_csv(df, out_csv)
+    return df
+
+
+def make_table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
+    df = read_tables(eval_csvs)
+    table = summary_table(df, ["K_train", "position", "k_test", "length"])
+    prov = provenance(None, sorted(df["seed"].unique().tolist()),
+                      config_hashes=sorted(df["config_hash"].unique().tolist()))
+    write_table(table, out_csv, out_md, "Sparse parity: accuracy by K_train, k_test and length "
+                "(mean and 95% t-interval over seeds)", prov)
+    return table
+
+
+def make_figure(table_csv, train_max_length: int, out_png, out_pdf) -> None:
+    table = pd.read_csv(table_csv)
+    seeds = int(table["n_seeds"].max())
+    fig = plot_panels(table, "K_train", "k_test", panel_label="K_train = {}", curve_label="k_test = {}",
+                      xlabel="sample length 2l", chance=0.5,
+                      vlines={K: train_max_length for K in table["K_train"].unique()},
+                      title=f"Sparse parity: accuracy vs length (mean, 95% interval over {seeds} seeds; "
+                            f"dashed: longest training length)")
+    save_figure(fig, out_png, out_pdf, provenance(None, None, table=str(table_csv)))
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("parity", help="sparse parity experiment (SPEC.md section 3)")
+    steps = p.add_subparsers(dest="step", required=True)
+
+    s = steps.add_parser("eval-data", help="write the shared evaluation set")
+    s.add_argument("--config", required=True, type=parse_json_arg, help="parity.eval as JSON")
+    s.add_argument("--out", required=True)
+    s.set_defaults(func=lambda a: make_eval_set(a.config, a.out))
+
+    s = steps.add_parser("train", help="train one model (one K_train, one seed)")
+    s.add_argument("--config", required=True, type=parse_json_arg, help="{model, pose, train} as JSON")
+    s.add_argument("--K", type=int, required=True)
+    s.add_argument("--seed", type=int, required=True)
+    s.add_argument("--model", required=True, help="output: trained model file")
+    s.add_argument("--log-csv", required=True, help="output: per-step training log")
+    s.add_argument("--summary", required=True, help="output: training summary JSON")
+    s.add_argument("--checkpoint", required=True, help="resume file (kept until the run finishes)")
+    s.add_argument("--device", default="auto")
+    s.add_argument("--threads", type=int, default=None)
+    s.set_defaults(func=lambda a: (set_threads(a.threads), run_training(
+        a.config, a.K, a.seed, a.model, a.log_csv, a.summary, a.checkpoint, a.device)))
+
+    s = steps.add_parser("evaluate", help="evaluate one model on the shared evaluation set")
+    s.add_argument("--model", required=True)
+    s.add_argument("--eval-set", required=True)
+    s.add_argument("--out", required=True)
+    s.add_argument("--batch-size", type=int, default=500)
+    s.add_argument("--device", default="auto")
+    s.add_argument("--threads", type=int, default=None)
+    s.set_defaults(func=lambda a: (set_threads(a.threads), run_evaluation(
+        a.model, a.eval_set, a.out, a.batch_size, a.device)))
+
+    s = steps.add_parser("table", help="aggregate evaluation tables (CSV and Markdown)")
+    s.add_argument("--inputs", nargs="+", required=True)
+    s.add_argument("--csv", required=True)
+    s.add_argument("--md", required=True)
+    s.set_defaults(func=lambda a: make_table(a.inputs, a.csv, a.md))
+
+    s = steps.add_parser("figure", help="draw accuracy vs length (PNG and PDF)")
+    s.add_argument("--table", required=True)
+    s.add_argument("--train-max-length", type=int, required=True)
+    s.add_argument("--png", required=True)
+    s.add_argument("--pdf", required=True)
+    s.set_defaults(func=lambda a: make_figure(a.table, a.train_max_length, a.png, a.pdf))

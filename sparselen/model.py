@@ -1,0 +1,217 @@
+"""A GPT-NeoX decoder, small enough to read in one sitting.
+
+Numerically it is the Hugging Face ``GPTNeoXForCausalLM`` architecture (parallel attention +
+MLP residual, LayerNorm, exact GELU, rotary embeddings on the first ``rotary_pct`` of each
+head, non-interleaved ``rotate_half`` layout), and its parameter names match that class, so
+``state_dict()`` loads into it unchanged (``tests/test_model.py`` checks the logits).
+
+Position schemes (SPEC.md section 2, a reconstruction):
+- ``nope``: no position signal at all (causal mask only);
+- ``rope``: rotary embeddings on positions 0..T-1 (or given ids);
+- ``pose``: ``rope`` whose *training* ids are PoSE-shifted (see ``sparselen.positions``);
+  the model itself is identical to ``rope``;
+- ``coupled``: rotary embeddings driven by task-given (coupled) position ids;
+- ``ppc``: ``coupled`` plus a head on the final hidden state predicting the next
+  position id (Predictive Position Coupling).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+POSITION_SCHEMES = ("nope", "rope", "pose", "coupled", "ppc")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int
+    n_layer: int = 2
+    n_head: int = 4
+    d_model: int = 128
+    d_ff: int = 512
+    rotary_pct: float = 1.0
+    rotary_base: float = 10000.0
+    layer_norm_eps: float = 1e-5
+    position: str = "rope"
+    max_position_id: int = 0  # size of the PPC position-id head's output (ppc only)
+
+    def __post_init__(self):
+        if self.position not in POSITION_SCHEMES:
+            raise ValueError(f"model.position={self.position!r}; expected one of {POSITION_SCHEMES}")
+        if self.d_model % self.n_head:
+            raise ValueError(f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}")
+        if self.position == "ppc" and self.max_position_id < 1:
+            raise ValueError("model.max_position_id must be >= 1 for the ppc scheme")
+
+    @property
+    def head_size(self) -> int:
+        return self.d_model // self.n_head
+
+    @property
+    def rotary_ndims(self) -> int:
+        return 0 if self.position == "nope" else int(self.head_size * self.rotary_pct)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Rotary(nn.Module):
+    """cos/sin tables for arbitrary (possibly shifted or coupled) integer position ids."""
+
+    def __init__(self, ndims: int, base: float):
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, ndims, 2, dtype=torch.float32) / ndims))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, position_ids: torch.Tensor, dtype: torch.dtype):
+        freqs = position_ids[..., None].float() * self.inv_freq
+        emb = torch.cat((freqs, freqs), dim=-1)[:, None]  # (B, 1, T, ndims)
+        return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    nd = cos.shape[-1]
+    x_rot, x_pass = x[..., :nd], x[..., nd:]
+    half = nd // 2
+    rotated = torch.cat((-x_rot[..., half:], x_rot[..., :half]), dim=-1)
+    return torch.cat((x_rot * cos + rotated * sin, x_pass), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.n_head, self.head_size = cfg.n_head, cfg.head_size
+        self.query_key_value = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.dense = nn.Linear(cfg.d_model, cfg.d_model)
+
+    def forward(self, x, rope, cache=None):
+        B, T, _ = x.shape
+        # GPT-NeoX packs q, k, v per head: (B, T, H, 3 * head_size).
+        qkv = self.query_key_value(x).view(B, T, self.n_head, 3 * self.head_size).transpose(1, 2)
+        q, k, v = qkv.chunk(3, dim=-1)
+        if rope is not None:
+            q, k = _rotate(q, *rope), _rotate(k, *rope)
+        causal = True
+        if cache is not None:  # [k, v] of earlier steps, extended in place
+            if cache[0] is not None:
+                if T > 1:
+                    raise ValueError("multi-token steps are only supported on an empty cache")
+                k, v = torch.cat((cache[0], k), dim=2), torch.cat((cache[1], v), dim=2)
+                causal = False  # one new query may see every cached key
+            cache[0], cache[1] = k, v
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return self.dense(y.transpose(1, 2).reshape(B, T, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.dense_h_to_4h = nn.Linear(cfg.d_model, cfg.d_ff)
+        self.dense_4h_to_h = nn.Linear(cfg.d_ff, cfg.d_model)
+
+    def forward(self, x):
+        return self.dense_4h_to_h(F.gelu(self.dense_h_to_4h(x)))
+
+
+class Layer(nn.Module):
+    """Parallel residual: x + attn(ln1(x)) + mlp(ln2(x)), as in GPT-NeoX."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.input_layernorm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.post_attention_layernorm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.attention = Attention(cfg)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, rope, cache=None):
+        return x + self.attention(self.input_layernorm(x), rope, cache) + self.mlp(self.post_attention_layernorm(x))
+
+
+class Backbone(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.embed_in = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.layers = nn.ModuleList(Layer(cfg) for _ in range(cfg.n_layer))
+        self.final_layer_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+
+
+class GPTNeoX(nn.Module):
+    """Decoder-only transformer; ``forward`` returns token logits (and PPC position logits)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.gpt_neox = Backbone(cfg)
+        self.embed_out = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.rotary = Rotary(cfg.rotary_ndims, cfg.rotary_base) if cfg.rotary_ndims else None
+        self.position_head = nn.Linear(cfg.d_model, cfg.max_position_id + 1) if cfg.position == "ppc" else None
+        self.apply(self._init_weights)
+
+    @staticmethod
+    def _init_weights(module):
+        # GPT-NeoX / HF default: N(0, 0.02) weights, zero biases, unit LayerNorm.
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+            if getattr(module, "bias", None) is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+
+    def hidden_states(self, input_ids, position_ids=None, cache=None):
+        """Final-layer hidden states. ``cache``: list of per-layer [k, v] for generation."""
+        B, T = input_ids.shape
+        x = self.gpt_neox.embed_in(input_ids)
+        rope = None
+        if self.rotary is not None:
+            if position_ids is None:
+                start = 0 if cache is None or cache[0][0] is None else cache[0][0].shape[2]
+                position_ids = torch.arange(start, start + T, device=input_ids.device).expand(B, T)
+            rope = self.rotary(position_ids, x.dtype)
+        for i, layer in enumerate(self.gpt_neox.layers):
+            x = layer(x, rope, None if cache is None else cache[i])
+        return self.gpt_neox.final_layer_norm(x)
+
+    def forward(self, input_ids, position_ids=None, cache=None):
+        h = self.hidden_states(input_ids, position_ids, cache)
+        logits = self.embed_out(h)
+        if self.position_head is None:
+            return logits, None
+        return logits, self.position_head(h)
+
+    def new_cache(self):
+        return [[None, None] for _ in self.gpt_neox.layers]
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def flops_per_token(self, seq_len: int) -> float:
+        """Approximate training FLOPs per token (6N + attention), for throughput reports."""
+        c = self.cfg
+        return 6 * self.num_parameters() + 12 * c.n_layer * c.d_model * seq_len
+
+
+def hf_config(cfg: ModelConfig):
+    """The ``transformers.GPTNeoXConfig`` with the same architecture (tests, benchmarks)."""
+    from transformers import GPTNeoXConfig
+
+    return GPTNeoXConfig(
+        vocab_size=cfg.vocab_size,
+        hidden_size=cfg.d_model,
+        num_hidden_layers=cfg.n_layer,
+        num_attention_heads=cfg.n_head,
+        intermediate_size=cfg.d_ff,
+        hidden_act="gelu",
+        rotary_pct=cfg.rotary_pct if cfg.position != "nope" else 0.0,
+        rotary_emb_base=cfg.rotary_base,
+        layer_norm_eps=cfg.layer_norm_eps,
+        use_parallel_residual=True,
+        tie_word_embeddings=False,
+        max_position_embeddings=4096,
+        hidden_dropout=0.0,
+        attention_dropout=0.0,
+    )

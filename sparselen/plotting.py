@@ -1,0 +1,76 @@
+"""Figures: accuracy-vs-length panels with a 95% band over seeds, saved as PNG and PDF.
+
+One generic drawer serves every slice (parity: panel per K_train, curve per k_test; PPC:
+panel per task, curve per scheme). Figures embed their provenance in the file metadata.
+"""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from sparselen.io import atomic_path  # noqa: E402
+
+
+def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length", *,
+                panel_label: str = "{}", curve_label: str = "{}", xlabel: str = "length",
+                ylabel: str = "accuracy", title: str = "", vlines: dict | None = None,
+                chance: float | None = None, logx: bool = True):
+    """Draw ``summary`` (columns panel, curve, x, mean, ci_low, ci_high) as a row of panels.
+
+    ``vlines`` maps a panel value to an x position to mark (e.g. the longest training length).
+    """
+    panels = sorted(summary[panel].unique(), key=_sort_key)
+    curves = sorted(summary[curve].unique(), key=_sort_key)
+    colors = plt.cm.viridis(np.linspace(0.0, 0.9, len(curves)))
+    ncol = len(panels)
+    fig, axes = plt.subplots(1, ncol, figsize=(3.6 * ncol + 1.2, 3.4), sharey=True, squeeze=False)
+    for ax, p in zip(axes[0], panels):
+        sub = summary[summary[panel] == p]
+        for color, c in zip(colors, curves):
+            line = sub[sub[curve] == c].sort_values(x)
+            if line.empty:
+                continue
+            ax.plot(line[x], line["mean"], "o-", color=color, ms=3, lw=1.5, label=curve_label.format(c))
+            if line["ci_low"].notna().any():
+                ax.fill_between(line[x], line["ci_low"], line["ci_high"], color=color, alpha=0.18, lw=0)
+        if vlines and p in vlines:
+            ax.axvline(vlines[p], color="0.4", ls="--", lw=1)
+        if chance is not None:
+            ax.axhline(chance, color="0.6", ls=":", lw=1)
+        if logx:
+            ax.set_xscale("log")
+            ticks = sorted(sub[x].unique())
+            ax.set_xticks(ticks, [str(t) for t in ticks], rotation=45, fontsize=7)
+            ax.minorticks_off()
+        ax.set_title(panel_label.format(p))
+        ax.set_xlabel(xlabel)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def save_figure(fig, png_path, pdf_path, provenance: dict) -> None:
+    """Write PNG and PDF atomically, with provenance in each file's metadata."""
+    meta = json.dumps(provenance, sort_keys=True, default=str)
+    with atomic_path(png_path) as tmp:
+        fig.savefig(tmp, format="png", dpi=150, bbox_inches="tight", metadata={"Description": meta})
+    with atomic_path(pdf_path) as tmp:
+        fig.savefig(tmp, format="pdf", bbox_inches="tight", metadata={"Subject": meta, "Creator": "sparselen"})
+    plt.close(fig)
+
+
+def _sort_key(v):
+    return (0, v, "") if isinstance(v, (int, float, np.integer, np.floating)) else (1, 0, str(v))

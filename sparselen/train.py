@@ -1,0 +1,193 @@
+"""One trainer for every experiment: AdamW, linear warm-up/decay, PoSE, checkpoints, resume.
+
+Tasks hand in ``batch_fn(step) -> Batch``, a pure function of the step, and the model is
+initialised from the seed; with the optimizer and schedule state in the checkpoint, a run
+killed at any point and started again ends with exactly the weights of an uninterrupted run
+(``tests/test_train.py`` kills one with SIGKILL to check).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from sparselen import io
+from sparselen.batch import IGNORE, Batch
+from sparselen.device import autocast
+from sparselen.model import GPTNeoX, ModelConfig
+from sparselen.positions import pose_position_ids
+from sparselen.provenance import config_hash, provenance
+from sparselen.rng import generator
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 5e-5
+    weight_decay: float = 0.1
+    betas: tuple = (0.9, 0.999)
+    eps: float = 1e-8
+    warmup_steps: int = 300
+    schedule: str = "linear"  # linear warm-up then linear decay to 0 (HF Trainer); or "constant"
+    grad_clip: float = 1.0
+
+
+@dataclass
+class TrainConfig:
+    steps: int
+    batch_size: int
+    seed: int = 0
+    checkpoint_every: int = 500
+    log_every: int = 50
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    pose_chunks: int = 2
+    pose_target_length: int = 0
+    position_loss_weight: float = 1.0
+    compile: bool = False
+
+
+def lr_lambda(cfg: OptimConfig, total_steps: int) -> Callable[[int], float]:
+    w = cfg.warmup_steps
+
+    def f(step: int) -> float:
+        if step < w:
+            return (step + 1) / w
+        if cfg.schedule == "constant":
+            return 1.0
+        return max(0.0, (total_steps - step) / max(1, total_steps - w))
+
+    return f
+
+
+def make_optimizer(model: torch.nn.Module, cfg: OptimConfig) -> torch.optim.Optimizer:
+    """AdamW; no weight decay on biases and LayerNorm weights (the HF Trainer convention)."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (no_decay if p.ndim < 2 else decay).append(p)
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps)
+
+
+def loss_fn(model: GPTNeoX, batch: Batch, position_loss_weight: float = 1.0):
+    """Token cross-entropy on labelled positions (+ weighted PPC position-id loss)."""
+    logits, pos_logits = model(batch.input_ids, batch.position_ids)
+    loss = F.cross_entropy(logits.flatten(0, 1).float(), batch.labels.flatten(), ignore_index=IGNORE)
+    parts = {"token_loss": loss.detach()}
+    if pos_logits is not None and batch.position_labels is not None:
+        pos_loss = F.cross_entropy(pos_logits.flatten(0, 1).float(), batch.position_labels.flatten(), ignore_index=IGNORE)
+        parts["position_loss"] = pos_loss.detach()
+        loss = loss + position_loss_weight * pos_loss
+    return loss, parts
+
+
+def apply_position_scheme(batch: Batch, model_cfg: ModelConfig, cfg: TrainConfig, step: int) -> Batch:
+    """PoSE-shift training ids for the ``pose`` scheme; drop ids the scheme must not see."""
+    if model_cfg.position in ("nope", "rope"):
+        batch.position_ids = None
+    elif model_cfg.position == "pose":
+        B, T = batch.input_ids.shape
+        base = batch.position_ids if batch.position_ids is not None else torch.arange(T).expand(B, T)
+        batch.position_ids = pose_position_ids(base, cfg.pose_chunks, cfg.pose_target_length,
+                                               generator("pose", cfg.seed, step))
+    return batch
+
+
+def train(
+    model_cfg: ModelConfig,
+    cfg: TrainConfig,
+    batch_fn: Callable[[int], Batch],
+    out_model: str | Path,
+    checkpoint: str | Path,
+    device: torch.device,
+    run_config: dict,
+    out_log: str | Path | None = None,
+) -> dict:
+    """Train to ``cfg.steps``, resuming from ``checkpoint`` if it belongs to this config.
+
+    Writes ``out_model`` (weights, model config, provenance, step log) atomically at the end
+    and returns a summary dict. ``run_config`` is the config subtree that defines the run;
+    its hash guards resume against a checkpoint of a different configuration.
+    """
+    chash = config_hash(run_config)
+    torch.manual_seed(cfg.seed)
+    model = GPTNeoX(model_cfg).to(device)
+    opt = make_optimizer(model, cfg.optim)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.optim, cfg.steps))
+    step, rows = 0, []
+    checkpoint = Path(checkpoint)
+    if checkpoint.exists():
+        state = torch.load(checkpoint, map_location=device, weights_only=False)
+        if state.get("config_hash") == chash:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+            sched.load_state_dict(state["scheduler"])
+            step, rows = state["step"], state["log"]
+            log.info("resumed from %s at step %d", checkpoint, step)
+        else:
+            log.warning("ignoring checkpoint %s: it belongs to config %s, not %s",
+                        checkpoint, state.get("config_hash"), chash)
+    fwd = torch.compile(model) if cfg.compile else model
+
+    def save_checkpoint():
+        io.torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                       "step": step, "log": rows, "config_hash": chash}, checkpoint)
+
+    model.train()
+    t_last, tokens_since = time.perf_counter(), 0
+    t_start = time.perf_counter()
+    bar = tqdm(total=cfg.steps, initial=step, desc=f"train {model_cfg.position} seed {cfg.seed}",
+               file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True)
+    while step < cfg.steps:
+        batch = apply_position_scheme(batch_fn(step), model_cfg, cfg, step).to(device)
+        with autocast(device):
+            loss, parts = loss_fn(fwd, batch, cfg.position_loss_weight)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.optim.grad_clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
+        lr = sched.get_last_lr()[0]
+        opt.step()
+        sched.step()
+        step += 1
+        tokens_since += batch.num_tokens
+        if step % cfg.log_every == 0 or step == cfg.steps:
+            now = time.perf_counter()
+            row = {"step": step, "loss": float(loss), "lr": lr, "tokens_per_s": tokens_since / max(now - t_last, 1e-9)}
+            row.update({k: float(v) for k, v in parts.items()})
+            rows.append(row)
+            t_last, tokens_since = now, 0
+            bar.set_postfix(loss=f"{row['loss']:.4f}", lr=f"{lr:.2e}", tok_s=f"{row['tokens_per_s']:.0f}")
+            log.info("step %d loss %.5f lr %.3e tokens/s %.0f", step, row["loss"], lr, row["tokens_per_s"])
+        bar.update(1)
+        if step % cfg.checkpoint_every == 0 and step < cfg.steps:
+            save_checkpoint()
+    bar.close()
+    wall = time.perf_counter() - t_start
+    prov = provenance(run_config, cfg.seed, device, steps=cfg.steps, run=run_config)
+    io.torch_save({"model": model.state_dict(), "model_config": model_cfg.to_dict(), "provenance": prov, "log": rows},
+                  out_model)
+    if out_log is not None:
+        import pandas as pd
+
+        io.write_csv(pd.DataFrame(rows), out_log)
+    checkpoint.unlink(missing_ok=True)
+    return {"final_loss": rows[-1]["loss"] if rows else None, "wall_seconds_this_run": wall,
+            "parameters": model.num_parameters(), **prov}
+
+
+def load_model(path, device: torch.device = torch.device("cpu")) -> tuple[GPTNeoX, dict]:
+    """Load a trained model file written by ``train``; returns (model in eval mode, provenance)."""
+    state = torch.load(path, map_location=device, weights_only=False)
+    model = GPTNeoX(ModelConfig(**state["model_config"])).to(device)
+    model.load_state_dict(state["model"])
+    model.eval()
+    return model, state["provenance"]
