@@ -1,11 +1,13 @@
 # sparselen: "The Role of Sparsity for Length Generalization in Transformers" (ICML 2025),
 # reproduced. `snakemake --cores all` builds every figure and table; see README.md.
+import os
+
 from snakemake.utils import min_version
 
 min_version("9.0")
 
 
-configfile: "config.yaml"
+configfile: os.path.join(workflow.basedir, "config.yaml")
 
 
 include: "workflow/rules/common.smk"

@@ -3,11 +3,13 @@
 Snakemake's ``validate`` enforces the schema (and fills defaults); when it fails, the
 workflow re-raises with ``schema_errors``' messages, which name the key path and the bad
 value (``parity.train.steps = -5: ...``). ``semantic_errors`` adds the rules one schema
-cannot express (ranges in order, PoSE covering the evaluated lengths, ...).
+cannot express (ranges in order, PoSE covering the evaluated lengths, ...); each experiment
+module owns the checks of its config section.
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import jsonschema
@@ -33,29 +35,15 @@ def schema_errors(config: dict, schema_path) -> list[str]:
 
 
 def semantic_errors(config: dict) -> list[str]:
-    """Cross-key checks for the parity slice (other slices add theirs)."""
+    """Cross-key checks: each experiment module's ``config_errors(config)``, for the sections
+    present in the config."""
+    from sparselen.cli import EXPERIMENTS
+
     out = []
-    p = config.get("parity")
-    if p:
-        lo, hi = p["train"]["lengths"]
-        if lo > hi:
-            out.append(f"parity.train.lengths = {[lo, hi]}: the first (shortest) length exceeds the second")
-        if hi // 2 < 1 or (hi // 2) < (lo + 1) // 2:
-            out.append(f"parity.train.lengths = {[lo, hi]}: contains no even length")
-        if min(p["K_train"]) > hi // 2:
-            out.append(f"parity.K_train = {p['K_train']}: K_train cannot exceed the longest training l = {hi // 2}")
-        m = p["model"]
-        if m.get("d_model", 128) % m.get("n_head", 4):
-            out.append(f"parity.model.d_model = {m.get('d_model')}: not divisible by n_head = {m.get('n_head')}")
-        if m.get("position") in ("coupled", "ppc"):
-            out.append(f"parity.model.position = {m['position']!r}: parity has no coupled ids; use nope, rope or pose")
-        longest = max(p["eval"]["lengths"]) + 1
-        target = p["pose"].get("target_length")
-        if m.get("position") == "pose" and (target is None or target < longest):
-            out.append(f"parity.pose.target_length = {target}: must be at least the longest evaluated sequence "
-                       f"({longest} tokens = max(parity.eval.lengths) + 1) for the pose scheme")
-        if all(k > length // 2 for k in p["eval"]["k_test"] for length in p["eval"]["lengths"]):
-            out.append("parity.eval: every (k_test, length) cell is impossible (k_test > length / 2)")
+    for name in EXPERIMENTS:
+        module = importlib.import_module(name)
+        if hasattr(module, "config_errors"):
+            out.extend(module.config_errors(config))
     return out
 
 

@@ -74,6 +74,33 @@ def make_figure(table_csv, train_max_length: int, out_png, out_pdf) -> None:
     save_figure(fig, out_png, out_pdf, provenance(None, None, table=str(table_csv)))
 
 
+def config_errors(config: dict) -> list[str]:
+    """Cross-key checks of the ``parity`` section (the schema has checked each key alone)."""
+    out = []
+    p = config.get("parity")
+    if p:
+        lo, hi = p["train"]["lengths"]
+        if lo > hi:
+            out.append(f"parity.train.lengths = {[lo, hi]}: the first (shortest) length exceeds the second")
+        if hi // 2 < 1 or (hi // 2) < (lo + 1) // 2:
+            out.append(f"parity.train.lengths = {[lo, hi]}: contains no even length")
+        if min(p["K_train"]) > hi // 2:
+            out.append(f"parity.K_train = {p['K_train']}: K_train cannot exceed the longest training l = {hi // 2}")
+        m = p["model"]
+        if m.get("d_model", 128) % m.get("n_head", 4):
+            out.append(f"parity.model.d_model = {m.get('d_model')}: not divisible by n_head = {m.get('n_head')}")
+        if m.get("position") in ("coupled", "ppc"):
+            out.append(f"parity.model.position = {m['position']!r}: parity has no coupled ids; use nope, rope or pose")
+        longest = max(p["eval"]["lengths"]) + 1
+        target = p["pose"].get("target_length")
+        if m.get("position") == "pose" and (target is None or target < longest):
+            out.append(f"parity.pose.target_length = {target}: must be at least the longest evaluated sequence "
+                       f"({longest} tokens = max(parity.eval.lengths) + 1) for the pose scheme")
+        if all(k > length // 2 for k in p["eval"]["k_test"] for length in p["eval"]["lengths"]):
+            out.append("parity.eval: every (k_test, length) cell is impossible (k_test > length / 2)")
+    return out
+
+
 def add_commands(sub) -> None:
     p = sub.add_parser("parity", help="sparse parity experiment (SPEC.md section 3)")
     steps = p.add_subparsers(dest="step", required=True)
