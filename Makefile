@@ -19,6 +19,7 @@ $(VENV)/.installed: pyproject.toml
 
 run: venv
 	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS) all
+	@echo "Reproduction report: $(CURDIR)/results/report/reproduction_report.html (also .md)"
 
 test: venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -26,6 +27,11 @@ test: venv
 lint: venv
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile workflow/rules
+
+report: venv
+	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS) report
+	$(BIN)/snakemake $(SNAKEMAKE_ARGS) --report report.html
+	@echo "Reproduction report: $(CURDIR)/results/report/reproduction_report.html; Snakemake report: $(CURDIR)/report.html"
 
 bench: venv
 	$(BIN)/python benchmarks/throughput.py

@@ -8,7 +8,8 @@ import logging
 import sys
 
 # Each experiment module contributes ``add_commands(subparsers)``.
-EXPERIMENTS = ("sparselen.experiments.parity",)
+EXPERIMENTS = ("sparselen.experiments.parity", "sparselen.experiments.language", "sparselen.experiments.ppc",
+               "sparselen.experiments.theory", "sparselen.experiments.report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,14 +6,22 @@ import contextlib
 
 import torch
 
+from sparselen import gpu_slots
+
 
 def resolve_device(name: str = "auto") -> torch.device:
-    """``auto`` picks CUDA when present; asking for CUDA without one is an error, not a fallback."""
+    """``auto`` picks CUDA when present; asking for CUDA without one is an error, not a fallback.
+    ``auto``/``cuda`` with several visible GPUs claims a free one (``gpu_slots``), so parallel
+    jobs on one machine do not all land on GPU 0."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if not torch.cuda.is_available():
+            return torch.device("cpu")
+        name = "cuda"
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(f"device={name!r} was requested but CUDA is not available on this machine")
+    if device.type == "cuda" and device.index is None and torch.cuda.device_count() > 1:
+        return torch.device("cuda", gpu_slots.claim(torch.cuda.device_count()))
     return device
 
 

@@ -2,7 +2,7 @@
 
 Numerically it is the Hugging Face ``GPTNeoXForCausalLM`` architecture (parallel attention +
 MLP residual, LayerNorm, exact GELU, rotary embeddings on the first ``rotary_pct`` of each
-head, non-interleaved ``rotate_half`` layout), and its parameter names match that class, so
+head, non-interleaved ``rotate_half`` layout), and its parameter names match that class (transformers 5 naming: ``lm_head``), so
 ``state_dict()`` loads into it unchanged (``tests/test_model.py`` checks the logits).
 
 Position schemes (SPEC.md section 2, a reconstruction):
@@ -38,6 +38,12 @@ class ModelConfig:
     layer_norm_eps: float = 1e-5
     position: str = "rope"
     max_position_id: int = 0  # size of the PPC position-id head's output (ppc only)
+    # coupled/ppc only: a learned embedding of the position id, readable but never matchable.
+    # A PPC head cannot name an absolute id from shift-invariant RoPE alone, but ids fed to
+    # queries/keys would not length-generalize; so the embedding of each token's id is added
+    # to the *values* of the last layer (a head there copies the id of the token it attends
+    # to) and to the final hidden state (its own id), never to anything a query or key sees.
+    id_embedding: bool = False
 
     def __post_init__(self):
         if self.position not in POSITION_SCHEMES:
@@ -46,6 +52,8 @@ class ModelConfig:
             raise ValueError(f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}")
         if self.position == "ppc" and self.max_position_id < 1:
             raise ValueError("model.max_position_id must be >= 1 for the ppc scheme")
+        if self.id_embedding and (self.position not in ("coupled", "ppc") or self.max_position_id < 1):
+            raise ValueError("model.id_embedding needs position coupled or ppc and max_position_id >= 1")
 
     @property
     def head_size(self) -> int:
@@ -88,11 +96,13 @@ class Attention(nn.Module):
         self.query_key_value = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.dense = nn.Linear(cfg.d_model, cfg.d_model)
 
-    def forward(self, x, rope, cache=None):
+    def forward(self, x, rope, cache=None, id_values=None):
         B, T, _ = x.shape
         # GPT-NeoX packs q, k, v per head: (B, T, H, 3 * head_size).
         qkv = self.query_key_value(x).view(B, T, self.n_head, 3 * self.head_size).transpose(1, 2)
         q, k, v = qkv.chunk(3, dim=-1)
+        if id_values is not None:  # (B, T, d_model): per-token id embedding, split across heads
+            v = v + id_values.view(B, T, self.n_head, self.head_size).transpose(1, 2)
         if rope is not None:
             q, k = _rotate(q, *rope), _rotate(k, *rope)
         causal = True
@@ -127,8 +137,9 @@ class Layer(nn.Module):
         self.attention = Attention(cfg)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, rope, cache=None):
-        return x + self.attention(self.input_layernorm(x), rope, cache) + self.mlp(self.post_attention_layernorm(x))
+    def forward(self, x, rope, cache=None, id_values=None):
+        return (x + self.attention(self.input_layernorm(x), rope, cache, id_values)
+                + self.mlp(self.post_attention_layernorm(x)))
 
 
 class Backbone(nn.Module):
@@ -137,6 +148,8 @@ class Backbone(nn.Module):
         self.embed_in = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.layers = nn.ModuleList(Layer(cfg) for _ in range(cfg.n_layer))
         self.final_layer_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        if cfg.id_embedding:
+            self.embed_position_ids = nn.Embedding(cfg.max_position_id + 1, cfg.d_model)
 
 
 class GPTNeoX(nn.Module):
@@ -146,7 +159,7 @@ class GPTNeoX(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.gpt_neox = Backbone(cfg)
-        self.embed_out = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.rotary = Rotary(cfg.rotary_ndims, cfg.rotary_base) if cfg.rotary_ndims else None
         self.position_head = nn.Linear(cfg.d_model, cfg.max_position_id + 1) if cfg.position == "ppc" else None
         self.apply(self._init_weights)
@@ -173,15 +186,25 @@ class GPTNeoX(nn.Module):
                 position_ids = torch.arange(start, start + T, device=input_ids.device).expand(B, T)
             rope = self.rotary(position_ids, x.dtype)
         for i, layer in enumerate(self.gpt_neox.layers):
-            x = layer(x, rope, None if cache is None else cache[i])
+            ids = self._id_embedding(position_ids) if i == len(self.gpt_neox.layers) - 1 else None
+            x = layer(x, rope, None if cache is None else cache[i], ids)
         return self.gpt_neox.final_layer_norm(x)
+
+    def _id_embedding(self, position_ids):
+        """Embedding of each token's id (``id_embedding`` models only, else None)."""
+        if not self.cfg.id_embedding:
+            return None
+        if position_ids is None:
+            raise ValueError("a model with id_embedding needs position_ids")
+        return self.gpt_neox.embed_position_ids(position_ids)
 
     def forward(self, input_ids, position_ids=None, cache=None):
         h = self.hidden_states(input_ids, position_ids, cache)
-        logits = self.embed_out(h)
+        logits = self.lm_head(h)
         if self.position_head is None:
             return logits, None
-        return logits, self.position_head(h)
+        own = self._id_embedding(position_ids)
+        return logits, self.position_head(h if own is None else h + own)
 
     def new_cache(self):
         return [[None, None] for _ in self.gpt_neox.layers]

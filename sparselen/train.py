@@ -161,7 +161,7 @@ def train(
         tokens_since += batch.num_tokens
         if step % cfg.log_every == 0 or step == cfg.steps:
             now = time.perf_counter()
-            row = {"step": step, "loss": float(loss), "lr": lr, "tokens_per_s": tokens_since / max(now - t_last, 1e-9)}
+            row = {"step": step, "loss": loss.item(), "lr": lr, "tokens_per_s": tokens_since / max(now - t_last, 1e-9)}
             row.update({k: float(v) for k, v in parts.items()})
             rows.append(row)
             t_last, tokens_since = now, 0

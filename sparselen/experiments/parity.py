@@ -36,7 +36,8 @@ def run_training(cfg: dict, K: int, seed: int, out_model, out_log, out_summary, 
     mc = model_config(cfg["model"], len(parity.VOCAB))
     tc = train_config(cfg["train"], seed, cfg["pose"], compile=cfg.get("compile", False))
     run = {**cfg, "K_train": K, "seed": seed}
-    batches = parity.training_batches(seed, tc.batch_size, cfg["train"]["lengths"], K)
+    batches = parity.training_batches(seed, tc.batch_size, cfg["train"]["lengths"], K,
+                                      cfg["train"].get("one_length_per_batch", True))
     summary = train(mc, tc, batches, out_model, checkpoint, dev, run, out_log)
     io.write_json(out_summary, {"K_train": K, "position": mc.position, **summary})
     return summary

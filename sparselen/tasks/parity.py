@@ -64,17 +64,23 @@ def sample(l: torch.Tensor, k: torch.Tensor, g: torch.Generator) -> ParitySample
 
 
 def sample_training_mix(
-    n: int, length_range: tuple[int, int], k_max: int, g: torch.Generator
+    n: int, length_range: tuple[int, int], k_max: int, g: torch.Generator, one_length: bool = True
 ) -> ParitySamples:
-    """The training distribution: 2l uniform over the even lengths in ``length_range``,
-    k ~ Unif{1..k_max}; pairs with k > l are redrawn [ours]."""
+    """The training distribution: 2l uniform over the even lengths in ``length_range`` and
+    k ~ Unif{1..k_max}, conditioned on k <= l [ours].
+
+    With ``one_length`` (the default, [ours]) the n samples share one l, so a batch needs no
+    padding (about 30% less compute at lengths 20-50); over batches l is still uniform.
+    Otherwise each sample draws its own l and pairs with k > l are redrawn.
+    """
     lo, hi = (length_range[0] + 1) // 2, length_range[1] // 2
-    l = torch.randint(lo, hi + 1, (n,), generator=g)
+    l = torch.randint(lo, hi + 1, (1 if one_length else n,), generator=g).expand(n).clone()
     k = torch.randint(1, k_max + 1, (n,), generator=g)
     bad = k > l
     while bool(bad.any()):
         m = int(bad.sum())
-        l[bad] = torch.randint(lo, hi + 1, (m,), generator=g)
+        if not one_length:
+            l[bad] = torch.randint(lo, hi + 1, (m,), generator=g)
         k[bad] = torch.randint(1, k_max + 1, (m,), generator=g)
         bad = k > l
     return sample(l, k, g)
@@ -87,11 +93,12 @@ def to_batch(s: ParitySamples) -> Batch:
     return Batch(input_ids=s.tokens, labels=labels)
 
 
-def training_batches(seed: int, batch_size: int, length_range, k_max: int):
+def training_batches(seed: int, batch_size: int, length_range, k_max: int, one_length: bool = True):
     """``step -> Batch``: each step's batch is a pure function of (seed, step)."""
 
     def batch_fn(step: int) -> Batch:
-        return to_batch(sample_training_mix(batch_size, tuple(length_range), k_max, generator("parity-train", seed, step)))
+        g = generator("parity-train", seed, step)
+        return to_batch(sample_training_mix(batch_size, tuple(length_range), k_max, g, one_length))
 
     return batch_fn
 

@@ -9,13 +9,11 @@ from snakemake.utils import validate
 
 import sparselen.config
 
-# Jobs import sparselen from this checkout, whatever environment runs them (venv, conda, SLURM),
-# and `python` is the interpreter running Snakemake unless a conda env is activated on top.
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    filter(None, [workflow.basedir, os.environ.get("PYTHONPATH")])
-)
-os.environ["PATH"] = os.pathsep.join(
-    [os.path.dirname(sys.executable), os.environ.get("PATH", "")]
+# Every job imports sparselen from this checkout and runs the interpreter that runs Snakemake,
+# whatever environment the job starts in (plain shell, SLURM job step, conda env).
+shell.prefix(
+    f"export PYTHONPATH={shlex.quote(workflow.basedir)}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
+    f"export PATH={shlex.quote(os.path.dirname(sys.executable))}:$PATH; "
 )
 SCHEMA = "../schemas/config.schema.yaml"
 CONFIG_SOURCE = ", ".join(map(str, workflow.configfiles)) or "config.yaml"
@@ -39,3 +37,32 @@ def as_arg(obj):
 
 
 RUNTIME = {"device": config["device"], "threads": config["threads"]}
+
+# Scheduler resources and groups (SLURM profile, local-gpus profile; README "Running on a
+# SLURM cluster"). A rule that trains or evaluates a model declares
+#     group: GROUP_MODEL
+#     resources: **job_resources(runtime=MINUTES)
+# so one submission trains a model and runs its evaluations on the same GPU. A GROUP_MODEL rule
+# must read one model only (plus data/aggregate outputs): one that reads two models' outputs
+# joins both chains into one submission that asks for all their GPUs at once. Seconds-long
+# CPU rules declare `group: GROUP_DATA` (evaluation sets and other inputs that need no model)
+# or `group: GROUP_AGGREGATE` (tables, figures). Groups only matter on a cluster.
+GROUP_MODEL = "model"
+GROUP_DATA = "data"
+GROUP_AGGREGATE = "aggregate"
+
+
+def job_resources(runtime=None, mem_mb=None):
+    """Resources of a training/evaluation job: wall time in minutes (config resources.runtime
+    unless given) times the attempt, so a retry after a time-out asks for more; memory; one CPU
+    per torch thread; and `gpu` only when config gpus_per_job > 0, so the same rules run on
+    CPU-only partitions."""
+    minutes = runtime or config["resources"]["runtime"]
+    res = {
+        "runtime": lambda wildcards, attempt: minutes * attempt,
+        "mem_mb": mem_mb or config["resources"]["mem_mb"],
+        "cpus_per_task": RUNTIME["threads"],
+    }
+    if config["gpus_per_job"]:
+        res["gpu"] = config["gpus_per_job"]
+    return res

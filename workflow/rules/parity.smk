@@ -9,14 +9,16 @@ PARITY_RUNS = expand(
 rule parity_eval_data:
     output:
         "results/parity/eval_set.pt",
-    params:
-        cfg=as_arg(PARITY["eval"]),
     log:
         "logs/parity/eval_data.log",
     benchmark:
         "results/benchmarks/parity/eval_data.tsv"
+    group:
+        GROUP_DATA
     conda:
         "../../envs/sparselen.yaml"
+    params:
+        cfg=as_arg(PARITY["eval"]),
     shell:
         "python -m sparselen parity eval-data --config {params.cfg} --out {output} 2> {log}"
 
@@ -26,25 +28,24 @@ rule parity_train:
         model="results/parity/K{K}/seed{seed}/model.pt",
         log_csv="results/parity/K{K}/seed{seed}/train_log.csv",
         summary="results/parity/K{K}/seed{seed}/train_summary.json",
-    params:
-        cfg=as_arg(
-            {
-                k: PARITY[k]
-                for k in ("model", "pose", "train")
-            }
-            | {"compile": config["compile"]}
-        ),
-        checkpoint="results/parity/K{K}/seed{seed}/checkpoint.pt",
-        device=RUNTIME["device"],
-    threads: RUNTIME["threads"]
-    resources:
-        runtime=120,
     log:
         "logs/parity/train/K{K}_seed{seed}.log",
     benchmark:
         "results/benchmarks/parity/train/K{K}_seed{seed}.tsv"
+    group:
+        GROUP_MODEL
     conda:
         "../../envs/sparselen.yaml"
+    threads: RUNTIME["threads"]
+    resources:
+        **job_resources(),
+    params:
+        cfg=as_arg(
+            {k: PARITY[k] for k in ("model", "pose", "train")}
+            | {"compile": config["compile"]}
+        ),
+        checkpoint="results/parity/K{K}/seed{seed}/checkpoint.pt",
+        device=RUNTIME["device"],
     shell:
         "python -m sparselen parity train --config {params.cfg} --K {wildcards.K} --seed {wildcards.seed}"
         " --model {output.model} --log-csv {output.log_csv} --summary {output.summary}"
@@ -57,16 +58,20 @@ rule parity_evaluate:
         eval_set=rules.parity_eval_data.output[0],
     output:
         "results/parity/K{K}/seed{seed}/eval.csv",
-    params:
-        batch_size=PARITY["eval"]["batch_size"],
-        device=RUNTIME["device"],
-    threads: RUNTIME["threads"]
     log:
         "logs/parity/evaluate/K{K}_seed{seed}.log",
     benchmark:
         "results/benchmarks/parity/evaluate/K{K}_seed{seed}.tsv"
+    group:
+        GROUP_MODEL
     conda:
         "../../envs/sparselen.yaml"
+    threads: RUNTIME["threads"]
+    resources:
+        **job_resources(runtime=10),
+    params:
+        batch_size=PARITY["eval"]["batch_size"],
+        device=RUNTIME["device"],
     shell:
         "python -m sparselen parity evaluate --model {input.model} --eval-set {input.eval_set} --out {output}"
         " --batch-size {params.batch_size} --device {params.device} --threads {threads} 2> {log}"
@@ -82,6 +87,8 @@ rule parity_table:
         "logs/parity/table.log",
     benchmark:
         "results/benchmarks/parity/table.tsv"
+    group:
+        GROUP_AGGREGATE
     conda:
         "../../envs/sparselen.yaml"
     shell:
@@ -98,14 +105,16 @@ rule parity_figure:
             category="Sparse parity",
         ),
         pdf="results/figures/parity.pdf",
-    params:
-        train_max_length=PARITY["train"]["lengths"][1],
     log:
         "logs/parity/figure.log",
     benchmark:
         "results/benchmarks/parity/figure.tsv"
+    group:
+        GROUP_AGGREGATE
     conda:
         "../../envs/sparselen.yaml"
+    params:
+        train_max_length=PARITY["train"]["lengths"][1],
     shell:
         "python -m sparselen parity figure --table {input} --train-max-length {params.train_max_length}"
         " --png {output.png} --pdf {output.pdf} 2> {log}"

@@ -1,0 +1,98 @@
+"""Training throughput: sparselen's GPT-NeoX vs transformers.GPTNeoXForCausalLM, same run.
+
+Both models get the same architecture, the same weights, the same batches and the same AdamW
+step; rounds alternate between the two so that machine load hits both alike, and the median
+round is reported. Prints tokens/s for each and the ratio (ours / transformers).
+
+    .venv/bin/python benchmarks/throughput.py            # the CPU default configs
+    .venv/bin/python benchmarks/throughput.py --device cuda --threads 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from sparselen.device import autocast, resolve_device
+from sparselen.model import GPTNeoX, ModelConfig, hf_config
+
+SHAPES = {  # name: (model kwargs, batch, sequence length)
+    "parity-default": (dict(n_layer=2, n_head=4, d_model=128, d_ff=512), 64, 51),
+    "lm-small": (dict(n_layer=4, n_head=4, d_model=256, d_ff=1024, vocab_size=16384), 16, 256),
+}
+
+
+def step_fn(model, hf: bool, device):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step(x, y):
+        with autocast(device):
+            logits = model(x).logits if hf else model(x)[0]
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def measure(step, x, y, steps: int, device) -> float:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step(x, y)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return steps * x.numel() / (time.perf_counter() - t0)
+
+
+def run(name: str, device, rounds: int, steps: int) -> tuple[float, float]:
+    from transformers import GPTNeoXForCausalLM
+
+    kwargs, batch, seq = SHAPES[name]
+    kwargs = {"vocab_size": 8, **kwargs}
+    cfg = ModelConfig(**kwargs, position="rope")
+    torch.manual_seed(0)
+    ours = GPTNeoX(cfg).to(device).train()
+    theirs = GPTNeoXForCausalLM(hf_config(cfg)).to(device).train()  # its default (SDPA) attention
+    theirs.load_state_dict(ours.state_dict(), strict=False)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, cfg.vocab_size, (batch, seq), generator=g).to(device)
+    y = torch.randint(0, cfg.vocab_size, (batch, seq), generator=g).to(device)
+    steps_ours, steps_theirs = step_fn(ours, False, device), step_fn(theirs, True, device)
+    for s in (steps_ours, steps_theirs):  # warm-up
+        measure(s, x, y, 3, device)
+    a, b = [], []
+    for _ in range(rounds):
+        a.append(measure(steps_ours, x, y, steps, device))
+        b.append(measure(steps_theirs, x, y, steps, device))
+    return statistics.median(a), statistics.median(b)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (0: torch default)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=10, help="training steps per round")
+    ap.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = resolve_device(args.device)
+    print(f"device={device} threads={torch.get_num_threads()} torch={torch.__version__} "
+          f"rounds={args.rounds} steps/round={args.steps} (median round)")
+    print(f"{'shape':<16}{'sparselen tok/s':>18}{'transformers tok/s':>20}{'ratio':>8}")
+    for name in args.shapes:
+        ours, theirs = run(name, device, args.rounds, args.steps)
+        print(f"{name:<16}{ours:>18,.0f}{theirs:>20,.0f}{ours / theirs:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()

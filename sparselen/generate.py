@@ -1,0 +1,56 @@
+"""Greedy autoregressive generation of a response, for every position scheme.
+
+At each step the model emits a token and, under ``ppc``, the position id of that token (its
+position head); both are fed back for the next step. ``coupled`` models get each response
+token's id from an oracle (the task's true ids), ``nope``/``rope``/``pose`` use no ids (plain
+0..T-1). With ``use_cache`` the prompt is encoded once and each step feeds one token through
+the KV cache; without it every step recomputes the whole sequence (the reference the cached
+path is tested against).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sparselen.model import GPTNeoX
+
+COUPLED = ("coupled", "ppc")
+
+
+@torch.no_grad()
+def generate(model: GPTNeoX, prompt: torch.Tensor, prompt_ids: torch.Tensor | None, steps: int,
+             oracle_ids: torch.Tensor | None = None, use_cache: bool = True):
+    """Generate ``steps`` tokens after ``prompt`` (B, P), all prompts of one length.
+
+    Returns (tokens (B, steps), position ids (B, steps) or None): the ids are the ones fed
+    with each generated token (predicted for ``ppc``, ``oracle_ids[:, :steps]`` for ``coupled``).
+    """
+    scheme = model.cfg.position
+    if scheme == "coupled" and (oracle_ids is None or oracle_ids.shape[1] < steps):
+        raise ValueError("a coupled model needs the oracle ids of every response step")
+    ids = prompt_ids if scheme in COUPLED else None
+    if scheme in COUPLED and ids is None:
+        raise ValueError(f"a {scheme} model needs the prompt's position ids")
+    cache = model.new_cache() if use_cache else None
+    seq, seq_ids = prompt, ids
+    logits, pos_logits = model(seq, seq_ids, cache)
+    out_tokens, out_ids = [], []
+    for step in range(steps):
+        token = logits[:, -1].argmax(-1, keepdim=True)
+        new_id = None
+        if scheme == "ppc":
+            new_id = pos_logits[:, -1].argmax(-1, keepdim=True)
+        elif scheme == "coupled":
+            new_id = oracle_ids[:, step:step + 1]
+        out_tokens.append(token)
+        out_ids.append(new_id)
+        if step == steps - 1:
+            break
+        if use_cache:
+            logits, pos_logits = model(token, new_id, cache)
+        else:
+            seq = torch.cat((seq, token), dim=1)
+            seq_ids = None if new_id is None else torch.cat((seq_ids, new_id), dim=1)
+            logits, pos_logits = model(seq, seq_ids)
+    tokens = torch.cat(out_tokens, dim=1)
+    return tokens, (torch.cat(out_ids, dim=1) if scheme in COUPLED else None)

@@ -1,0 +1,59 @@
+"""Token data: the packed training stream, and (document, position) samples for evaluation.
+
+Training packs the training documents into one stream (EOS between documents) and cuts
+random windows from it, a pure function of (seed, step) as the trainer requires. Evaluation
+draws from held-out documents only, and only where the whole requested context lies inside
+one document, so that "long context" means context from the same text.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sparselen.batch import Batch
+from sparselen.rng import generator
+
+
+def pack(docs: list[list[int]], eos: int) -> torch.Tensor:
+    """Documents joined into one int64 stream, each followed by EOS."""
+    out = []
+    for d in docs:
+        out.extend(d)
+        out.append(eos)
+    return torch.tensor(out, dtype=torch.long)
+
+
+def training_batches(stream: torch.Tensor, context: int, batch_size: int, seed: int):
+    """``batch_fn(step)``: ``batch_size`` windows of ``context`` tokens, next-token labels."""
+    if len(stream) < context + 2:
+        raise ValueError(f"training stream has {len(stream)} tokens; a context of {context} needs more")
+
+    def batch_fn(step: int) -> Batch:
+        starts = torch.randint(0, len(stream) - context, (batch_size,), generator=generator("language-batch", seed, step))
+        rows = stream[starts[:, None] + torch.arange(context + 1)]
+        return Batch(input_ids=rows[:, :-1], labels=rows[:, 1:])
+
+    return batch_fn
+
+
+def sample_positions(docs: list[torch.Tensor], before: int, n: int, g: torch.Generator) -> list[tuple[int, int]]:
+    """``n`` distinct (doc, t) pairs, uniform over all t with at least ``before`` tokens before
+    them in the same document, in draw order (so any prefix is a uniform sample too)."""
+    counts = torch.tensor([max(0, len(d) - before) for d in docs])
+    total = int(counts.sum())
+    if total == 0:
+        raise ValueError(f"no evaluation document has more than {before} tokens; use a shorter context "
+                         f"(longest has {max(len(d) for d in docs)})")
+    flat = torch.randperm(total, generator=g)[:n] if total <= 5_000_000 else torch.randint(0, total, (n,), generator=g)
+    ends = counts.cumsum(0)
+    doc = torch.searchsorted(ends, flat, right=True)
+    offset = flat - (ends[doc] - counts[doc])
+    return list(dict.fromkeys((int(d), int(o) + before) for d, o in zip(doc, offset)))
+
+
+def contexts(docs: list[torch.Tensor], positions, length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(contexts (n, length), targets (n,)): the ``length`` tokens before each position, and
+    the token at it."""
+    ctx = torch.stack([docs[d][t - length:t] for d, t in positions])
+    tgt = torch.tensor([int(docs[d][t]) for d, t in positions])
+    return ctx, tgt

@@ -1,0 +1,109 @@
+"""Sparse dependency (SPEC.md section 5): how few distant tokens recover the long-context benefit.
+
+For a target token with long context C (L_long tokens) the last L_short tokens are the short
+window and the rest the far context. L_k is the loss given the window plus k far tokens kept
+at their original position ids. ``greedy`` adds, k times, the far token that lowers the loss
+most; all candidates of one step are one batched forward pass (chunked by ``batch_size``).
+Cheap selectors rank the far tokens from one pass over the full long context instead:
+- ``attention``: attention weight of the target's query on each token, averaged over heads
+  and layers;
+- ``saliency``: |gradient x input| of the target's loss with respect to the token embedding;
+- ``random``: a uniformly random ranking (the floor any selector must beat).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from sparselen.language.evaluate import output_head, subset_loss
+from sparselen.model import GPTNeoX, _rotate
+from sparselen.rng import generator
+
+SELECTORS = ("attention", "saliency", "random")
+
+
+def greedy(model: GPTNeoX, context: torch.Tensor, target: int, short: int, kmax: int, batch_size: int,
+           device) -> tuple[list[int], list[float]]:
+    """Greedy far-token selection for one target: (chosen indices in order, L_1..L_kmax)."""
+    n_far = len(context) - short
+    chosen, losses = [], []
+    for _ in range(kmax):
+        free = torch.ones(n_far, dtype=torch.bool)
+        free[chosen] = False
+        cand = free.nonzero()[:, 0]
+        far = torch.cat((torch.tensor(chosen, dtype=torch.long).expand(len(cand), len(chosen)), cand[:, None]), 1)
+        loss = subset_loss(model, context.expand(len(cand), -1), torch.full((len(cand),), int(target)), far, short,
+                           batch_size, device)
+        best = int(loss.argmin())
+        chosen.append(int(cand[best]))
+        losses.append(float(loss[best]))
+    return chosen, losses
+
+
+def last_query_attention(attn, x: torch.Tensor, rope) -> torch.Tensor:
+    """(B, H, T) softmax weights of the last query of one ``Attention`` module on input ``x``,
+    recomputed from its weights exactly as its forward does (which uses fused SDPA and so
+    never materialises them)."""
+    B, T, _ = x.shape
+    qkv = attn.query_key_value(x).view(B, T, attn.n_head, 3 * attn.head_size).transpose(1, 2)
+    q, k, _ = qkv.chunk(3, dim=-1)
+    if rope is not None:
+        q, k = _rotate(q, *rope), _rotate(k, *rope)
+    return torch.softmax((q[:, :, -1:] @ k.transpose(-1, -2))[:, :, 0] / math.sqrt(attn.head_size), dim=-1)
+
+
+@torch.no_grad()
+def attention_scores(model: GPTNeoX, contexts: torch.Tensor, batch_size: int, device) -> torch.Tensor:
+    """(n, L) mean over layers and heads of the last position's attention on each token."""
+    inputs = []
+    hooks = [layer.attention.register_forward_pre_hook(lambda mod, args: inputs.append((mod, args[0], args[1])))
+             for layer in model.gpt_neox.layers]
+    out = []
+    try:
+        for i in range(0, len(contexts), batch_size):
+            ids = contexts[i:i + batch_size].to(device)
+            inputs.clear()
+            model.hidden_states(ids, torch.arange(ids.shape[1], device=device).expand_as(ids))
+            w = torch.stack([last_query_attention(mod, x, rope).mean(1) for mod, x, rope in inputs])
+            out.append(w.mean(0).cpu())
+    finally:
+        for h in hooks:
+            h.remove()
+    return torch.cat(out)
+
+
+def saliency_scores(model: GPTNeoX, contexts: torch.Tensor, targets: torch.Tensor, batch_size: int,
+                    device) -> torch.Tensor:
+    """(n, L) |<d loss / d embedding, embedding>| of each context token for the target's loss."""
+    store = {}
+    hook = model.gpt_neox.embed_in.register_forward_hook(lambda mod, inp, out: store.update(e=out))
+    out = []
+    try:
+        for i in range(0, len(contexts), batch_size):
+            ids, tgt = contexts[i:i + batch_size].to(device), targets[i:i + batch_size].to(device)
+            with torch.enable_grad():
+                h = model.hidden_states(ids, torch.arange(ids.shape[1], device=device).expand_as(ids))[:, -1]
+                loss = F.cross_entropy(output_head(model)(h).float(), tgt, reduction="sum")
+                (grad,) = torch.autograd.grad(loss, store["e"])
+            out.append((grad * store["e"]).sum(-1).abs().detach().cpu())
+    finally:
+        hook.remove()
+    return torch.cat(out)
+
+
+def selector_ranking(name: str, model: GPTNeoX, contexts: torch.Tensor, targets: torch.Tensor, short: int,
+                     batch_size: int, device, seed: int) -> torch.Tensor:
+    """(n, n_far) far-token indices, best first, by selector ``name``."""
+    n, long = contexts.shape
+    if name == "attention":
+        scores = attention_scores(model, contexts, batch_size, device)
+    elif name == "saliency":
+        scores = saliency_scores(model, contexts, targets, batch_size, device)
+    elif name == "random":
+        scores = torch.rand(n, long, generator=generator("language-random-selector", seed))
+    else:
+        raise ValueError(f"language.analysis.selectors: unknown selector {name!r}; expected one of {SELECTORS}")
+    return scores[:, :long - short].argsort(dim=1, descending=True)

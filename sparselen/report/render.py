@@ -1,0 +1,199 @@
+"""The reproduction report: one Markdown document (and a self-contained HTML copy) that says,
+claim by claim, what the paper says, what this run measured and whether they agree, followed
+by each experiment's figure and table, the hyperparameter tables, the compute ledger and the
+provenance of the run (listed once).
+
+The HTML comes from a small Markdown subset converter below (headings, paragraphs, lists,
+pipe tables, code blocks, images inlined as data URIs) rather than a new dependency.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from sparselen import io
+from sparselen.provenance import provenance
+from sparselen.report.claims import evidence
+
+TITLE = "Reproduction report: The Role of Sparsity for Length Generalization in Transformers"
+SECTIONS = {  # slice -> heading
+    "parity": "Sparse parity (SPEC.md section 3)",
+    "ppc": "Position coupling and PPC (SPEC.md section 4)",
+    "language": "Natural language (SPEC.md section 5)",
+    "theory": "Theory, made runnable (SPEC.md section 6)",
+}
+
+
+def slice_of(path) -> str:
+    """``results/figures/language_length.png`` -> language; ``results/ppc/table.md`` -> ppc."""
+    p = Path(path)
+    name = p.stem if p.parent.name == "figures" else p.parent.name
+    return next((s for s in SECTIONS if name == s or name.startswith(s + "_")), name)
+
+
+def md_table(df: pd.DataFrame) -> str:
+    """Pipe table; missing values (a group that was not run) as blank cells, not "nan"."""
+    return df.astype(object).where(df.notna(), None).to_markdown(index=False, floatfmt=".3g", missingval="")
+
+
+def claims_section(claims: pd.DataFrame) -> list[str]:
+    heads = claims[claims["group"] == "all"]
+    rows = []
+    for h in heads.itertuples():
+        rows.append({"claim": h.claim, "paper says": h.statement, "criterion": h.criterion,
+                     "measured (95% bootstrap interval)": evidence(claims[claims["claim"] == h.claim]),
+                     "verdict": f"**{h.verdict}**"})
+    counts = Counter(heads["verdict"])
+    return ["## Claims", "",
+            "Each claim of SPEC.md section 1 as a test with a criterion fixed before the results "
+            "(`sparselen/report/claims.py`). " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + ".", "",
+            md_table(pd.DataFrame(rows)), ""]
+
+
+def slice_section(name: str, figures: list[str], tables: list[str], claims: pd.DataFrame, out_dir: Path) -> list[str]:
+    lines = [f"## {SECTIONS.get(name, name)}", ""]
+    if not figures and not tables:
+        return lines + ["**not run**: this slice is not part of the workflow or its tables are missing.", ""]
+    for fig in figures:
+        lines += [f"![{Path(fig).stem}]({os.path.relpath(fig, out_dir)})", ""]
+    lines += ["Tables: " + ", ".join(f"[{Path(t).name}]({os.path.relpath(t, out_dir)})" for t in tables), ""]
+    mine = claims[(claims["slice"] == name) & (claims["group"] != "all")]
+    if len(mine):
+        detail = mine[["claim", "group", "value", "ci_low", "ci_high", "verdict", "note"]]
+        lines += ["Claims measured on this slice:", "", md_table(detail), ""]
+    return lines
+
+
+def _slice_dir(path: Path) -> str:
+    parts = path.parts
+    return parts[parts.index("results") + 1] if "results" in parts[:-1] else parts[0]
+
+
+def provenance_section(run_files) -> list[str]:
+    """Config hashes, seeds, versions, devices and commits of the training runs behind the
+    tables (the ``train_summary.json`` beside each per-run file), listed once."""
+    found = sorted({Path(f).parent / "train_summary.json" for f in run_files})
+    summaries = [(p, io.read_json(p)) for p in found if p.exists()]
+    now = provenance(None, None)
+    lines = ["## Provenance", "", f"Report rendered with git commit `{now['git_commit']}`, versions "
+             + ", ".join(f"{k} {v}" for k, v in now["versions"].items() if v) + ".", ""]
+    if not summaries:
+        return lines + ["No training summaries found.", ""]
+    rows = []
+    for sl in sorted({_slice_dir(p) for p, _ in summaries}):
+        mine = [s for p, s in summaries if _slice_dir(p) == sl]
+
+        def values(key, pick=lambda s, k: s.get(k)):
+            return ", ".join(sorted({str(pick(s, key)) for s in mine}))
+
+        rows.append({"slice": sl, "runs": len(mine), "config hashes": values("config_hash"),
+                     "seeds": values("seed"), "device": values("device_name"), "git commit": values("git_commit"),
+                     "torch": values("torch", lambda s, k: s.get("versions", {}).get(k))})
+    versions = Counter(io.json_dumps(s.get("versions", {})) for _, s in summaries)
+    lines += [md_table(pd.DataFrame(rows)), ""]
+    lines += [f"Package versions of the training runs ({len(versions)} distinct set(s)):", "",
+              "```json", *versions.keys(), "```", ""]
+    return lines
+
+
+def ledger_section(per_figure: pd.DataFrame, per_rule: pd.DataFrame) -> list[str]:
+    return ["## Compute ledger", "",
+            "From the rules' `benchmark:` files (wall time and CPU time in seconds, peak resident memory in MB; "
+            "jobs run in parallel, so wall times add up to more than the elapsed time). Before launching a "
+            "config, `sparselen estimate --configfile X` estimates its training time from these "
+            "measurements.", "",
+            "Per figure (slice):", "", md_table(per_figure), "", "Per rule:", "", md_table(per_rule), ""]
+
+
+def build(claims_csv, hyperparam_mds, rules_csv, figures_csv, figures, tables, run_files, out_md) -> str:
+    out_dir = Path(out_md).parent
+    claims = pd.read_csv(claims_csv)
+    lines = [f"# {TITLE}", "",
+             "Golowich, Jelassi, Brandfonbrener, Kakade, Malach, ICML 2025 (arXiv 2502.16792). The experiments are a "
+             "reconstruction (SPEC.md: [paper] = stated by the paper, [ours] = our reconstruction); no code was "
+             "released.", ""]
+    lines += claims_section(claims)
+    for name in SECTIONS:
+        lines += slice_section(name, [f for f in figures if slice_of(f) == name],
+                               [t for t in tables if slice_of(t) == name], claims, out_dir)
+    lines += ["## Hyperparameters (the analogue of the paper's Tables 1-4)", ""]
+    for md in hyperparam_mds:
+        text = Path(md).read_text().replace("# Hyperparameters:", "### Hyperparameters:", 1)
+        lines += [text, ""]
+    lines += ledger_section(pd.read_csv(figures_csv), pd.read_csv(rules_csv))
+    lines += provenance_section(run_files)
+    text = "\n".join(lines)
+    io.write_text(out_md, text)
+    return text
+
+
+# ----------------------------------------------------------------------------- Markdown -> HTML
+
+def _inline(text: str, base: Path) -> str:
+    text = html.escape(text, quote=False)
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+    text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+
+    def image(m):
+        src = base / m.group(2)
+        if src.exists():
+            data = base64.b64encode(src.read_bytes()).decode()
+            return f'<img alt="{m.group(1)}" src="data:image/png;base64,{data}" style="max-width:100%">'
+        return f'<img alt="{m.group(1)}" src="{m.group(2)}">'
+
+    text = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", image, text)
+    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text)
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def to_html(md: str, base=".") -> str:
+    """The Markdown subset ``build`` writes, as one HTML page (images inlined from ``base``)."""
+    base, out, lines, i = Path(base), [], md.split("\n"), 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```"):
+            j = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), len(lines))
+            out.append("<pre>" + html.escape("\n".join(lines[i + 1:j])) + "</pre>")
+            i = j + 1
+        elif m := re.match(r"(#+) (.*)", line):
+            n = len(m.group(1))
+            out.append(f"<h{n}>{_inline(m.group(2), base)}</h{n}>")
+            i += 1
+        elif line.startswith("|"):
+            j = i
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            head, body = _cells(lines[i]), [_cells(r) for r in lines[i + 2:j]]
+            out.append("<table><tr>" + "".join(f"<th>{_inline(c, base)}</th>" for c in head) + "</tr>"
+                       + "".join("<tr>" + "".join(f"<td>{_inline(c, base)}</td>" for c in r) + "</tr>" for r in body)
+                       + "</table>")
+            i = j
+        elif line.startswith("- "):
+            j = i
+            while j < len(lines) and lines[j].startswith("- "):
+                j += 1
+            out.append("<ul>" + "".join(f"<li>{_inline(r[2:], base)}</li>" for r in lines[i:j]) + "</ul>")
+            i = j
+        elif line.strip():
+            j = i
+            while j < len(lines) and lines[j].strip() and not re.match(r"(#+ |\||- |```)", lines[j]):
+                j += 1
+            out.append("<p>" + _inline(" ".join(lines[i:j]), base) + "</p>")
+            i = j
+        else:
+            i += 1
+    style = ("body{font-family:sans-serif;max-width:70em;margin:auto;padding:1em}table{border-collapse:collapse;"
+             "margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;vertical-align:top;font-size:90%}"
+             "pre{background:#f4f4f4;padding:.5em;overflow:auto}")
+    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(TITLE)}</title>"
+            f"<style>{style}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")

@@ -1,0 +1,38 @@
+"""Copy a string over a small alphabet (SPEC.md section 4; the format is our reconstruction).
+
+Prompt ``x_1 .. x_n . >``, response ``x_1 .. x_n $``. Symbols repeat (small alphabet), so a
+model cannot find "the next symbol" by content; it must know where it is in the string.
+Coupled ids: ``x_j`` j, the end mark ``.`` n+1, the separator ``>`` 0; response token ``x_j``
+gets j (the id of the prompt token it copies) and ``$`` gets n+1 (coupled to ``.``). So every
+step reads the prompt token whose id is one more than its own, and every next id is the
+current one plus 1; the ids depend on the length alone.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sparselen.tasks.seq2seq import PAD, Samples, assemble
+
+SYMBOLS = tuple("abcdefghij")
+VOCAB = ("<pad>", ".", ">", "$") + SYMBOLS
+END, SEP, EOS = 1, 2, 3
+FIRST_SYMBOL = 4
+SIZE = "string length n"
+
+
+def sample(sizes: torch.Tensor, g: torch.Generator, alphabet: int = 4) -> Samples:
+    """One string per row, of length ``sizes[i]``, over the first ``alphabet`` symbols."""
+    if not 2 <= alphabet <= len(SYMBOLS):
+        raise ValueError(f"copy_repeat.alphabet = {alphabet}: must be in 2..{len(SYMBOLS)}")
+    n, L = len(sizes), int(sizes.max())
+    rows, t = torch.arange(n), torch.arange(L + 2)[None, :]
+    x = torch.randint(0, alphabet, (n, L), generator=g) + FIRST_SYMBOL
+    x[torch.arange(L)[None, :] >= sizes[:, None]] = PAD
+    prompt = torch.cat((x, torch.full((n, 2), PAD)), dim=1)
+    prompt[rows, sizes], prompt[rows, sizes + 1] = END, SEP
+    prompt_ids = torch.where(t <= sizes[:, None], t + 1, 0)
+    response = torch.cat((x, torch.full((n, 1), PAD)), dim=1)
+    response[rows, sizes] = EOS
+    response_ids = torch.arange(1, L + 2).expand(n, -1)
+    return assemble(prompt, prompt_ids, sizes + 2, response, response_ids, sizes + 1)

@@ -1,0 +1,78 @@
+"""Prompt/response samples with coupled position ids: the format of every PPC task.
+
+A sample is ``prompt + response``, right-padded with the task's PAD id 0. Each token carries a
+coupled position id (SPEC.md section 4): the prompt's ids come from the task's structure, and
+each response token's id is the id of the prompt token it is coupled to. Training sees the
+ids of both parts (shifted by a random start offset, so that large ids are trained too); at
+test time only the prompt's ids are given and a PPC model predicts the rest.
+
+Alignment, as in ``sparselen.batch``: ``labels[:, t]`` is the token at t+1 and
+``position_labels[:, t]`` its position id, both only where t+1 is a response token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from sparselen.batch import IGNORE, Batch
+
+PAD = 0  # every task's vocabulary starts with "<pad>"
+
+
+@dataclass
+class Samples:
+    """``tokens`` and ``position_ids`` (n, T); sample i is ``tokens[i, :length[i]]``, its
+    response ``tokens[i, prompt_len[i]:length[i]]`` (ending with the end-of-response token)."""
+
+    tokens: torch.Tensor
+    position_ids: torch.Tensor
+    prompt_len: torch.Tensor
+    length: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.tokens.shape[0]
+
+    @property
+    def response_mask(self) -> torch.Tensor:
+        t = torch.arange(self.tokens.shape[1])[None, :]
+        return (t >= self.prompt_len[:, None]) & (t < self.length[:, None])
+
+    def select(self, i) -> "Samples":
+        return Samples(self.tokens[i], self.position_ids[i], self.prompt_len[i], self.length[i])
+
+
+def assemble(prompt: torch.Tensor, prompt_ids: torch.Tensor, prompt_len: torch.Tensor,
+             response: torch.Tensor, response_ids: torch.Tensor, response_len: torch.Tensor) -> Samples:
+    """Join right-padded prompts (n, P) and responses (n, R) row by row into ``Samples``."""
+    P = prompt.shape[1]
+    length = prompt_len + response_len
+    t = torch.arange(int(length.max()))[None, :]
+    # column of ``cat(prompt, response)`` that lands at output position t
+    src = torch.where(t < prompt_len[:, None], t, P + t - prompt_len[:, None])
+    src = src.clamp(max=P + response.shape[1] - 1)
+    valid = t < length[:, None]
+    tokens = torch.cat((prompt, response), 1).gather(1, src).masked_fill(~valid, PAD)
+    ids = torch.cat((prompt_ids, response_ids), 1).gather(1, src).masked_fill(~valid, 0)
+    return Samples(tokens, ids, prompt_len, length)
+
+
+def random_offsets(s: Samples, max_position_id: int, g: torch.Generator) -> torch.Tensor:
+    """Per-row start offset, uniform so that the row's largest id stays <= ``max_position_id``."""
+    room = max_position_id - s.position_ids.max(dim=1).values
+    if bool((room < 0).any()):
+        raise ValueError(f"a sample's coupled ids reach {int(s.position_ids.max())} > max_position_id "
+                         f"= {max_position_id}; raise ppc.max_position_id")
+    return (torch.rand(len(s), generator=g) * (room + 1).float()).long()
+
+
+def to_batch(s: Samples, offsets: torch.Tensor | None = None) -> Batch:
+    """Teacher-forced batch: token and position-id targets on the response tokens only."""
+    ids = s.position_ids if offsets is None else s.position_ids + offsets[:, None]
+    target = s.response_mask[:, 1:]
+    labels = torch.full_like(s.tokens, IGNORE)
+    position_labels = torch.full_like(s.tokens, IGNORE)
+    labels[:, :-1][target] = s.tokens[:, 1:][target]
+    position_labels[:, :-1][target] = ids[:, 1:][target]
+    return Batch(input_ids=s.tokens, labels=labels, position_ids=ids, position_labels=position_labels)

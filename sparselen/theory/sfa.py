@@ -1,0 +1,132 @@
+"""Sparse functional attention (the paper's Definition 3.3), as a PyTorch module.
+
+[paper] An attention head attends to single tokens; the sparse functional attention class
+attends to k-tuples: the output at a query is a softmax-weighted average, over k-tuples of
+earlier positions, of a value function of the tuple, with weights from a key (score)
+function of the tuple; both are functions of the k tokens and their positions, and
+"relativity" makes them depend on positions only through their differences. The length
+generalization theorem restricts tuples to spread at most L_local.
+
+[ours, a reconstruction] Tuples are ordered by position id (ties: by index) and restricted to
+spread <= ``window`` in the given position ids (absolute or coupled), so a length-T sequence
+has at most T * C(R, k-1) tuples (R: the most tokens within one window) instead of C(T, k).
+A tuple t = (i_1, ..., i_k) is represented by the concatenation u_t of its k token vectors
+and the offsets delta_j = p(i_j) - p(i_1), j >= 2, each with its own learned embedding:
+
+    key(t)   = K u_t + sum_j E^K_j[delta_j]     (then a GELU MLP if ``mlp``)
+    value(t) = V u_t + sum_j E^V_j[delta_j]     (then a GELU MLP if ``mlp``)
+    out(q)   = sum_t softmax_t(<Q x_q, key(t)> / sqrt(d_head)) value(t)
+
+over tuples whose tokens all sit at or before the query. With k = 1 there are no offsets and
+no MLP is needed: this is exactly one causal softmax attention head (``tests/test_theory_sfa.py``
+checks it against ``torch.nn.functional.scaled_dot_product_attention``).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@functools.lru_cache(maxsize=64)
+def _tuples(ids: tuple, k: int, window: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """All k-tuples of sequence indices with spread <= ``window`` in the position ids ``ids``.
+
+    Returns (index (N, k), offsets (N, k-1)); members are ordered by (id, index).
+    """
+    p = torch.tensor(ids)
+    order = torch.argsort(p, stable=True)
+    sp = p[order]
+    T = len(ids)
+    if k == 1:
+        return order[:, None], torch.zeros(T, 0, dtype=torch.long)
+    # R: how many later-ranked tokens can share a window with a token
+    reach = torch.searchsorted(sp, sp + window, right=True) - 1 - torch.arange(T)
+    R = int(reach.max())
+    if R < k - 1:
+        return torch.zeros(0, k, dtype=torch.long), torch.zeros(0, k - 1, dtype=torch.long)
+    combos = torch.tensor(list(itertools.combinations(range(1, R + 1), k - 1)))  # (C, k-1)
+    ranks = torch.cat((torch.zeros(len(combos), 1, dtype=torch.long), combos), dim=1)  # (C, k)
+    ranks = torch.arange(T)[:, None, None] + ranks[None]  # (T, C, k)
+    ok = ranks[..., -1] < T
+    ranks = ranks[ok]  # (N', k)
+    spread = sp[ranks[:, -1]] - sp[ranks[:, 0]]
+    ranks = ranks[spread <= window]
+    index = order[ranks]
+    pos = sp[ranks]
+    return index, pos[:, 1:] - pos[:, :1]
+
+
+def tuples(position_ids: torch.Tensor, k: int, window: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``_tuples`` for a 1-d tensor of position ids (cached per distinct id sequence)."""
+    return _tuples(tuple(position_ids.tolist()), k, window)
+
+
+class SparseFunctionalAttention(nn.Module):
+    """One sparse functional attention head over k-tuples of spread <= ``window``."""
+
+    def __init__(self, d_in: int, d_out: int, k: int, window: int, d_head: int = 32, mlp: bool = True):
+        super().__init__()
+        self.k, self.window, self.d_head, self.mlp = k, window, d_head, mlp
+        d_val = d_head if mlp else d_out
+        self.query = nn.Linear(d_in, d_head)
+        self.key = nn.Linear(k * d_in, d_head)
+        self.value = nn.Linear(k * d_in, d_val)
+        # one offset embedding per later tuple member (j = 2..k), offsets 0..window
+        self.key_offsets = nn.Parameter(torch.zeros(k - 1, window + 1, d_head))
+        self.value_offsets = nn.Parameter(torch.zeros(k - 1, window + 1, d_val))
+        if k > 1:
+            nn.init.normal_(self.key_offsets, std=0.02)
+            nn.init.normal_(self.value_offsets, std=0.02)
+        if mlp:
+            self.key_mlp = nn.Linear(d_head, d_head)
+            self.value_mlp = nn.Linear(d_head, d_out)
+
+    def _embed_offsets(self, table: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        if self.k == 1:
+            return 0.0
+        j = torch.arange(self.k - 1, device=offsets.device)
+        return table[j, offsets].sum(dim=1)  # (N, d)
+
+    def forward(self, x: torch.Tensor, position_ids: torch.Tensor, queries: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, T, d_in); position_ids (T,) shared by the batch; ``queries``: the sequence
+        indices to compute outputs at (default: all). Returns (B, len(queries), d_out)."""
+        B, T, _ = x.shape
+        index, off = tuples(position_ids.cpu(), self.k, self.window)
+        index, off = index.to(x.device), off.to(x.device)
+        if queries is None:
+            queries = torch.arange(T, device=x.device)
+        # gather the tuple members as a dense (N, T) selection matmul: on CPU its backward is
+        # much faster than that of advanced indexing
+        select = F.one_hot(index.T, T).to(x.dtype)  # (k, N, T)
+        u = torch.einsum("jnt,btd->bnjd", select, x).flatten(2)  # (B, N, k*d_in)
+        key = self.key(u) + self._embed_offsets(self.key_offsets, off)
+        value = self.value(u) + self._embed_offsets(self.value_offsets, off)
+        if self.mlp:
+            key = self.key_mlp(F.gelu(key))
+            value = self.value_mlp(F.gelu(value))
+        q = self.query(x[:, queries])  # (B, Q, d_head)
+        scores = q @ key.transpose(1, 2) / math.sqrt(self.d_head)  # (B, Q, N)
+        visible = index.max(dim=1).values[None, :] <= queries[:, None]  # (Q, N)
+        has = visible.any(dim=1, keepdim=True)  # a query with no whole tuple before it outputs 0
+        scores = scores.masked_fill(~visible, float("-inf")).masked_fill(~has, 0.0)
+        return (torch.softmax(scores, dim=-1) * has) @ value
+
+
+class SFAModel(nn.Module):
+    """The idealized model of the theory: token embeddings, one sparse functional attention
+    head, read at the last (query) position; returns label logits (B, n_labels)."""
+
+    def __init__(self, vocab_size: int, n_labels: int, k: int, window: int, d_embed: int = 16, d_head: int = 32):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d_embed)
+        self.attention = SparseFunctionalAttention(d_embed, n_labels, k, window, d_head, mlp=True)
+
+    def forward(self, tokens: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+        last = torch.tensor([tokens.shape[1] - 1], device=tokens.device)
+        return self.attention(self.embed(tokens), position_ids, last)[:, 0]

@@ -1,0 +1,65 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Deterministic, CI-friendly: one torch thread per test."""
+    torch.set_num_threads(1)
+
+
+def subprocess_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+SMOKE_CONFIG = ROOT / "tests/smoke/config.yaml"
+
+
+def snakemake(workdir, *args, configfile=SMOKE_CONFIG, timeout=900, check=True):
+    """Run the project's workflow with outputs under ``workdir`` (never the checkout)."""
+    import subprocess
+
+    cmd = [PYTHON, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
+           "--configfile", str(configfile), *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=subprocess_env())
+    if check and out.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed:\n{out.stdout[-4000:]}\n{out.stderr[-4000:]}")
+    return out
+
+
+def dry_run_jobs(workdir, *targets, configfile=SMOKE_CONFIG) -> list[tuple[str, dict]]:
+    """(rule, wildcards) of every job a dry run would execute."""
+    import re
+
+    out = snakemake(workdir, "-n", *targets, configfile=configfile)
+    jobs, current = [], None
+    for line in (out.stdout + out.stderr).splitlines():
+        m = re.match(r"^(?:local)?rule (\w+):$", line.strip())
+        if m:
+            current = [m.group(1), {}]
+            jobs.append(current)
+        m = re.match(r"^wildcards: (.*)$", line.strip())
+        if m and current is not None:
+            current[1] = dict(kv.split("=", 1) for kv in m.group(1).split(", "))
+    return [tuple(j) for j in jobs]
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """The whole DAG (`all`) run once on the smoke config; tests inspect and dry-run it."""
+    import time
+
+    workdir = tmp_path_factory.mktemp("smoke")
+    t0 = time.time()
+    snakemake(workdir, "--cores", "2", "all")
+    print(f"\nsmoke run of the whole DAG: {time.time() - t0:.0f} s")
+    return workdir

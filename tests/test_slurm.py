@@ -1,0 +1,128 @@
+"""Cluster execution: the smoke config through `snakemake --executor slurm` on a real
+single-node SLURM (tests/slurm/cluster.sh, Debian's packages), with the project's profile.
+
+The SLURM run asks for GPUs (config gpus_per_job=1), so each model's training+evaluation
+submission requests one GPU, scheduled on one of the cluster's two fake GPUs (the job itself
+runs on CPU), while the data and aggregation submissions request none. Its outputs must equal a
+local run's. Runs when root and the packages are installable, else skips with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
+SMOKE = REPO / "tests" / "smoke" / "config.yaml"
+TARGET = "fig_parity"  # one slice: data, model and aggregate groups; the other slices add cost, not coverage
+TIMEOUT = 900  # seconds for one Snakemake run; `timeout -k` kills it if the plugin hangs
+# Without accounting, sacct never reports a job as finished: poll with squeue (MinJobAge=600
+# in the test cluster keeps finished jobs listed), and start polling after 1 s, not 40 s.
+TEST_CLUSTER_ARGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "1",
+                     "--slurm-keep-successful-logs"]
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = ["timeout", "-k", "30", str(TIMEOUT), sys.executable, "-m", "snakemake", TARGET,
+           "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile", str(SMOKE), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 60)
+    assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
+    return proc
+
+
+def resources_by_rule(dry_run_output: str) -> dict[str, str]:
+    """rule name -> its `resources:` line in a dry run (the same for every job of a rule here)."""
+    out, rule = {}, None
+    for line in dry_run_output.splitlines():
+        if m := re.match(r"\s*(?:local)?rule (\w+):", line):
+            rule = m.group(1)
+        elif (m := re.match(r"\s*resources: (.*)", line)) and rule:
+            out[rule] = m.group(1)
+    return out
+
+
+def test_gpu_requests_follow_the_config(tmp_path):
+    """Training/evaluation ask for a GPU only when gpus_per_job > 0; data and aggregation never."""
+    res = {gpus: resources_by_rule(snakemake(tmp_path, "-n", "--config", f"gpus_per_job={gpus}").stdout)
+           for gpus in (0, 1)}
+    for rule in ("parity_train", "parity_evaluate"):
+        assert "gpu=1" in res[1][rule] and "runtime=" in res[1][rule] and "mem_mb=" in res[1][rule], res[1][rule]
+        assert "gpu=" not in res[0][rule], res[0][rule]
+    for rule in ("parity_eval_data", "parity_table", "parity_figure"):
+        assert "gpu=" not in res[1].get(rule, ""), res[1][rule]
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster():
+    """A running test cluster; stopped afterwards if this fixture started it."""
+    if os.geteuid() != 0:
+        pytest.skip("SLURM test needs root (tests/slurm/cluster.sh installs packages and runs slurmd)")
+    up = subprocess.run([str(CLUSTER), "up"], capture_output=True, text=True, timeout=600)
+    if up.returncode == 3:
+        pytest.skip(f"no SLURM on this machine: {up.stderr.strip().splitlines()[-1]}")
+    assert up.returncode == 0, f"cluster.sh up failed:\n{up.stderr}"
+    yield
+    if "already up" not in up.stderr:
+        subprocess.run([str(CLUSTER), "down"], check=True, timeout=120)
+
+
+def scontrol(job_id: str) -> str:
+    return subprocess.run(["scontrol", "show", "job", "-d", job_id], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def equal_outputs(a: Path, b: Path, n_models: int) -> None:
+    """Deterministic outputs match: trained weights, per-model evaluations, the table."""
+    models = sorted(p.relative_to(a) for p in (a / "results" / "parity").glob("K*/seed*/model.pt"))
+    assert len(models) == n_models
+    for rel in models:
+        wa = torch.load(a / rel, weights_only=False)["model"]
+        wb = torch.load(b / rel, weights_only=False)["model"]
+        assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa), f"weights differ: {rel}"
+        ev = rel.with_name("eval.csv")
+        assert (a / ev).read_bytes() == (b / ev).read_bytes(), f"evaluation differs: {ev}"
+    table = Path("results/parity/table.csv")
+    assert (a / table).read_bytes() == (b / table).read_bytes()
+
+
+@pytest.mark.slurm
+def test_smoke_config_on_slurm_matches_local_run(slurm_cluster, tmp_path):
+    smoke = yaml.safe_load(SMOKE.read_text())["parity"]
+    n_models = len(smoke["K_train"]) * len(smoke["seeds"])
+
+    snakemake(tmp_path / "local", "--cores", "2")
+    start = time.monotonic()
+    proc = snakemake(tmp_path / "slurm", "--profile", str(REPO / "workflow" / "profiles" / "slurm"),
+                     *TEST_CLUSTER_ARGS, "--config", "gpus_per_job=1")
+    elapsed = time.monotonic() - start
+
+    # The plugin's log: one sbatch per group component, each with its SLURM job id and log.
+    submitted = re.findall(r"submitted with SLURM jobid (\d+) \(log: (\S+)\)", proc.stdout + proc.stderr)
+    groups = {job_id: Path(log).parent.name for job_id, log in submitted}
+    print(f"\nSLURM run: {elapsed:.0f} s wall; job ids: {groups}")
+    kinds = sorted(name.split("_")[1] for name in groups.values())
+    assert kinds == sorted(["data", "aggregate"] + ["model"] * n_models), groups
+    for job_id, log in submitted:
+        assert Path(log).is_file(), f"no SLURM log {log}"
+
+    # SLURM's own record (MinJobAge keeps finished jobs): each completed, GPUs where asked.
+    listed = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i %T", "-j", ",".join(groups)],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert dict(zip(listed[::2], listed[1::2])) == {job_id: "COMPLETED" for job_id in groups}
+    for job_id, name in groups.items():
+        info = scontrol(job_id)
+        assert "JobState=COMPLETED" in info and "ExitCode=0:0" in info, info
+        wants_gpu = name.startswith("group_model")
+        assert ("JOB_GRES=gpu:1" in info) == wants_gpu, f"job {job_id} ({name}):\n{info}"
+
+    equal_outputs(tmp_path / "local", tmp_path / "slurm", n_models)
+    assert (tmp_path / "slurm" / "results" / "figures" / "parity.png").stat().st_size > 0

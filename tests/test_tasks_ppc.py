@@ -1,0 +1,126 @@
+"""The PPC tasks: responses checked by independent reference solvers, coupled ids as
+SPEC.md section 4 gives them, sizes as configured, seeded and vectorized samplers."""
+
+import pytest
+import torch
+
+from sparselen.batch import IGNORE
+from sparselen.rng import generator
+from sparselen.tasks import addition, copy_repeat, variable_assignment
+from sparselen.tasks.seq2seq import random_offsets, to_batch
+
+SIZES = torch.tensor([1, 2, 3, 5, 8, 13, 7, 4])
+
+
+def rows(module, s):
+    """Each sample as (prompt tokens, prompt ids, response tokens, response ids), decoded."""
+    out = []
+    for i in range(len(s)):
+        P, L = int(s.prompt_len[i]), int(s.length[i])
+        words = [module.VOCAB[t] for t in s.tokens[i, :L].tolist()]
+        ids = s.position_ids[i, :L].tolist()
+        assert "<pad>" not in words
+        out.append((words[:P], ids[:P], words[P:], ids[P:]))
+    return out
+
+
+def test_copy_repeat():
+    s = copy_repeat.sample(SIZES, generator("t", 0), alphabet=3)
+    for n, (prompt, pid, resp, rid) in zip(SIZES.tolist(), rows(copy_repeat, s)):
+        assert prompt[-2:] == [".", ">"] and len(prompt) == n + 2
+        assert set(prompt[:-2]) <= set("abc")
+        assert resp == prompt[:-2] + ["$"]  # the copy, then end of response
+        # response token j is coupled to the prompt token it copies, "$" to the end mark "."
+        assert rid == pid[:-1]
+        assert pid == list(range(1, n + 2)) + [0]
+
+
+def test_addition():
+    s = addition.sample(SIZES, generator("t", 1))
+    for n, (prompt, pid, resp, rid) in zip(SIZES.tolist(), rows(addition, s)):
+        text = "".join(prompt)
+        a, b = text[:-1].split("+")
+        assert len(a) == len(b) == n and text.endswith("=")
+        assert resp[-1] == "$" and len(resp) == n + 2
+        assert int("".join(reversed(resp[:-1]))) == int(a) + int(b)
+        # digits of equal significance share an id, in the operands and in the sum
+        sig_a = {n - 1 - i: pid[i] for i in range(n)}
+        sig_b = {n - 1 - i: pid[n + 1 + i] for i in range(n)}
+        assert sig_a == sig_b
+        assert all(rid[k] == sig_a[k] for k in range(n))
+        assert rid == list(range(1, n + 3))
+
+
+def reference_walk(prompt):
+    """Evaluate the program independently: the chain from the queried variable to its
+    constant, as [(token, index in the prompt of the token that token is coupled to)]."""
+    body, query = prompt[:-3], prompt[-3:]
+    assert query[0] == "?" and query[2] == ">"
+    defs = {}
+    for i in range(0, len(body), 4):
+        lhs, eq, rhs, semi = body[i:i + 4]
+        assert eq == "=" and semi == ";" and lhs not in defs
+        defs[lhs] = (i, rhs)
+    walk, var = [], query[1]
+    while var in defs:
+        at, rhs = defs[var]
+        walk.append((var, at))  # a variable: coupled to the line that defines it
+        var = rhs
+    walk.append((var, at + 2))  # the constant: coupled to the right-hand side it is read from
+    return walk
+
+
+def test_variable_assignment():
+    s = variable_assignment.sample(SIZES, generator("t", 2), num_variables=16, max_depth=3)
+    depths = []
+    for n, (prompt, pid, resp, rid) in zip(SIZES.tolist(), rows(variable_assignment, s)):
+        assert len(prompt) == 4 * n + 3 and pid == list(range(4 * n + 3))
+        walk = reference_walk(prompt)
+        assert walk[-1][0].isdigit() and 1 <= len(walk) - 1 <= min(3, n)
+        assert resp == [v for v, _ in walk] + ["$"]
+        # "$" is coupled to the ";" after the constant
+        assert rid == [pid[at] for _, at in walk] + [pid[walk[-1][1]] + 1]
+        depths.append(len(walk) - 1)
+    assert len(set(depths)) > 1
+
+
+def test_variable_assignment_depth_distribution():
+    s = variable_assignment.sample(torch.full((600,), 10), generator("t", 3), num_variables=16, max_depth=3)
+    depth = (s.length - s.prompt_len - 2).bincount(minlength=4)[1:]
+    assert depth.min() > 150  # uniform over 1..3
+
+
+@pytest.mark.parametrize("module", [copy_repeat, addition, variable_assignment])
+def test_seeded_and_vectorized(module):
+    a = module.sample(SIZES, generator("t", 4))
+    b = module.sample(SIZES, generator("t", 4))
+    c = module.sample(SIZES, generator("t", 5))
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.position_ids, b.position_ids)
+    assert not torch.equal(a.tokens, c.tokens)
+    # the prompt grows with the size exactly as the task defines it
+    per_size = {copy_repeat: SIZES + 2, addition: 2 * SIZES + 2, variable_assignment: 4 * SIZES + 3}[module]
+    assert torch.equal(a.prompt_len, per_size)
+
+
+@pytest.mark.parametrize("module", [copy_repeat, addition, variable_assignment])
+def test_batch_alignment_and_offsets(module):
+    s = module.sample(SIZES, generator("t", 6))
+    off = random_offsets(s, 80, generator("o", 0))
+    b = to_batch(s, off)
+    assert int(b.position_ids.max()) <= 80 and len(set(off.tolist())) > 1
+    for i in range(len(s)):
+        P, L = int(s.prompt_len[i]), int(s.length[i])
+        # position t predicts token t+1 and its id, on response tokens only
+        assert b.labels[i, P - 1:L - 1].tolist() == s.tokens[i, P:L].tolist()
+        assert b.position_labels[i, P - 1:L - 1].tolist() == (s.position_ids[i, P:L] + off[i]).tolist()
+        assert (b.labels[i, :P - 1] == IGNORE).all() and (b.labels[i, L - 1:] == IGNORE).all()
+        assert (b.position_labels[i, :P - 1] == IGNORE).all()
+    with pytest.raises(ValueError, match="max_position_id"):
+        random_offsets(s, 3, generator("o", 1))
+
+
+def test_bad_task_arguments():
+    with pytest.raises(ValueError, match="alphabet"):
+        copy_repeat.sample(SIZES, generator("t", 7), alphabet=11)
+    with pytest.raises(ValueError, match="num_variables"):
+        variable_assignment.sample(SIZES, generator("t", 7), num_variables=8)

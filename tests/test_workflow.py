@@ -1,0 +1,91 @@
+"""The Snakemake DAG: target lists, partial reruns, lint, provenance (smoke config)."""
+
+import collections
+import json
+import shutil
+import subprocess
+
+import pandas as pd
+import yaml
+
+from conftest import PYTHON, ROOT, SMOKE_CONFIG, dry_run_jobs, snakemake
+
+
+def counts(jobs):
+    return collections.Counter(rule for rule, _ in jobs)
+
+
+def smoke_config():
+    return yaml.safe_load(SMOKE_CONFIG.read_text())
+
+
+def test_fig_parity_lists_exactly_the_needed_jobs(tmp_path):
+    p = smoke_config()["parity"]
+    runs = len(p["K_train"]) * len(p["seeds"])
+    assert counts(dry_run_jobs(tmp_path, "fig_parity")) == {
+        "parity_eval_data": 1, "parity_train": runs, "parity_evaluate": runs,
+        "parity_table": 1, "parity_figure": 1, "fig_parity": 1}
+
+
+def test_smoke_run_outputs(smoke_run):
+    p = smoke_config()["parity"]
+    table = pd.read_csv(smoke_run / "results/parity/table.csv")
+    assert set(table["K_train"]) == set(p["K_train"])
+    assert (table["n_seeds"] == len(p["seeds"])).all()
+    # impossible cells (k_test > l) are absent, never 0
+    assert not ((table["k_test"] > table["length"] // 2)).any()
+    assert len(table) == sum(k <= L // 2 for k in p["eval"]["k_test"] for L in p["eval"]["lengths"]) * len(p["K_train"])
+    assert table["mean"].between(0, 1).all()
+    ev = pd.read_csv(smoke_run / "results/parity/K1/seed0/eval.csv")
+    assert {"K_train", "seed", "position", "k_test", "length", "n", "accuracy", "config_hash"} <= set(ev.columns)
+    summary = json.loads((smoke_run / "results/parity/K1/seed0/train_summary.json").read_text())
+    assert {"config_hash", "seed", "versions", "device", "git_commit"} <= set(summary)
+    for f in ("results/figures/parity.png", "results/figures/parity.pdf", "results/parity/table.md"):
+        assert (smoke_run / f).stat().st_size > 1000
+    for rule in ("parity/eval_data", "parity/train/K1_seed0", "parity/evaluate/K1_seed0", "parity/table"):
+        assert (smoke_run / f"results/benchmarks/{rule}.tsv").exists()
+    assert counts(dry_run_jobs(smoke_run, "all")) == {}  # nothing left to do
+
+
+def test_changing_the_length_grid_reruns_evaluation_but_no_training(smoke_run, tmp_path):
+    cfg = smoke_config()
+    cfg["parity"]["eval"]["lengths"] = sorted(cfg["parity"]["eval"]["lengths"] + [30])
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    c = counts(dry_run_jobs(smoke_run, "fig_parity", configfile=path))
+    runs = len(cfg["parity"]["K_train"]) * len(cfg["parity"]["seeds"])
+    assert c["parity_train"] == 0
+    assert c["parity_eval_data"] == 1 and c["parity_evaluate"] == runs
+    assert c["parity_table"] == 1 and c["parity_figure"] == 1
+
+
+def test_adding_one_K_train_trains_only_that_one(smoke_run, tmp_path):
+    cfg = smoke_config()
+    cfg["parity"]["K_train"] = cfg["parity"]["K_train"] + [3]
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    jobs = dry_run_jobs(smoke_run, "fig_parity", configfile=path)
+    trains = [w for rule, w in jobs if rule == "parity_train"]
+    assert sorted(w["seed"] for w in trains) == sorted(str(s) for s in cfg["parity"]["seeds"])
+    assert {w["K"] for w in trains} == {"3"}
+    assert {w["K"] for rule, w in jobs if rule == "parity_evaluate"} == {"3"}
+
+
+def test_deleting_the_figure_redraws_only_the_figure(smoke_run, tmp_path):
+    work = tmp_path / "copy"
+    shutil.copytree(smoke_run, work, symlinks=True)
+    (work / "results/figures/parity.png").unlink()
+    assert counts(dry_run_jobs(work, "fig_parity")) == {"parity_figure": 1, "fig_parity": 1}
+
+
+def test_lint_is_clean():
+    out = subprocess.run([PYTHON, "-m", "snakemake", "--lint", "-s", str(ROOT / "Snakefile")],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Lints for" not in out.stdout + out.stderr, out.stdout + out.stderr
+
+
+def test_snakefmt_is_clean():
+    files = [str(ROOT / "Snakefile"), *map(str, sorted((ROOT / "workflow/rules").glob("*.smk")))]
+    out = subprocess.run([PYTHON, "-m", "snakefmt", "--check", *files], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
