@@ -9,7 +9,8 @@ from sparselen.stats import summarize
 
 
 def read_tables(paths) -> pd.DataFrame:
-    return pd.concat([pd.read_csv(p) for p in paths], ignore_index=True)
+    """Concatenate per-run tables; hashes stay text (a hex hash like "12e4..." is not a float)."""
+    return pd.concat([pd.read_csv(p, dtype={"config_hash": str}) for p in paths], ignore_index=True)
 
 
 def summary_table(df: pd.DataFrame, by: list[str], value: str = "accuracy") -> pd.DataFrame:

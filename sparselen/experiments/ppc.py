@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 
 from sparselen import io
-from sparselen.aggregate import write_table
+from sparselen.aggregate import read_tables, write_table
 from sparselen.device import resolve_device, set_threads
 from sparselen.generate import generate
 from sparselen.plotting import plot_panels, save_figure
@@ -138,7 +138,7 @@ def make_table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
     """Mean and 95% interval over seeds per (task, scheme, size), with a ``metric`` column:
     ``exact_match`` for every scheme, and ``position_ids`` (predicted ids all right) for ppc."""
     # read hashes as text: a hex hash such as "12e4..." would otherwise parse as a float
-    df = pd.concat([pd.read_csv(p, dtype={"config_hash": str}) for p in eval_csvs], ignore_index=True)
+    df = read_tables(eval_csvs)
     by = ["task", "scheme", "size"]
     parts = [summarize(df, by, "accuracy").assign(metric="exact_match")]
     ppc = df[df["scheme"] == "ppc"]
