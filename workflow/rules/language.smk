@@ -140,8 +140,6 @@ rule language_analyze:
         "logs/language/analyze/seed{seed}.log",
     benchmark:
         "results/benchmarks/language/analyze/seed{seed}.tsv"
-    group:
-        GROUP_MODEL
     conda:
         "../../envs/sparselen.yaml"
     threads: RUNTIME["threads"]
@@ -167,8 +165,6 @@ rule language_transfer:
         "logs/language/transfer/ctx{ctx}_{scheme}_seed{seed}.log",
     benchmark:
         "results/benchmarks/language/transfer/ctx{ctx}_{scheme}_seed{seed}.tsv"
-    group:
-        GROUP_MODEL
     conda:
         "../../envs/sparselen.yaml"
     threads: RUNTIME["threads"]

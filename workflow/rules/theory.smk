@@ -27,6 +27,8 @@ rule theory_run_sfa:
         "results/benchmarks/theory/sfa/{dist}_k{k}_seed{seed}.tsv"
     wildcard_constraints:
         dist="local|nonlocal|coupled",
+    group:
+        GROUP_DATA
     conda:
         "../../envs/sparselen.yaml"
     threads: RUNTIME["threads"]
@@ -49,11 +51,13 @@ rule theory_run_gpt:
         "results/benchmarks/theory/gpt/{dist}_k{k}_seed{seed}.tsv"
     wildcard_constraints:
         dist="local|nonlocal|coupled",
+    group:
+        GROUP_MODEL
     conda:
         "../../envs/sparselen.yaml"
     threads: RUNTIME["threads"]
     resources:
-        runtime=60,
+        **job_resources(runtime=60),
     params:
         cfg=as_arg(
             THEORY_SHARED
@@ -81,6 +85,8 @@ rule theory_table:
         "logs/theory/table.log",
     benchmark:
         "results/benchmarks/theory/table.tsv"
+    group:
+        GROUP_AGGREGATE
     conda:
         "../../envs/sparselen.yaml"
     params:
@@ -104,6 +110,8 @@ rule theory_figure:
         "logs/theory/figure.log",
     benchmark:
         "results/benchmarks/theory/figure.tsv"
+    group:
+        GROUP_AGGREGATE
     conda:
         "../../envs/sparselen.yaml"
     params:
