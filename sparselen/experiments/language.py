@@ -13,6 +13,7 @@ import torch
 
 from sparselen import io
 from sparselen.aggregate import read_tables, write_table
+from sparselen.cliargs import add_runtime_args
 from sparselen.device import resolve_device, set_threads
 from sparselen.language import analysis, corpus, data, tokenizer
 from sparselen.language.bootstrap import bootstrap_ci
@@ -257,8 +258,7 @@ def add_commands(sub) -> None:
         for a in args:
             s.add_argument(f"--{a}", required=True, **({"type": parse_json_arg} if a == "config" else {}))
         if threads:
-            s.add_argument("--device", default="auto")
-            s.add_argument("--threads", type=int, default=None)
+            add_runtime_args(s)
         s.set_defaults(func=lambda ns: (set_threads(getattr(ns, "threads", None)), func(ns)))
         return s
 

@@ -10,6 +10,7 @@ import torch
 
 from sparselen import io
 from sparselen.aggregate import read_tables, summary_table, write_table
+from sparselen.cliargs import add_runtime_args, add_training_output_args
 from sparselen.device import resolve_device, set_threads
 from sparselen.evaluate import evaluate_grid
 from sparselen.plotting import plot_panels, save_figure
@@ -115,12 +116,8 @@ def add_commands(sub) -> None:
     s.add_argument("--config", required=True, type=parse_json_arg, help="{model, pose, train} as JSON")
     s.add_argument("--K", type=int, required=True)
     s.add_argument("--seed", type=int, required=True)
-    s.add_argument("--model", required=True, help="output: trained model file")
-    s.add_argument("--log-csv", required=True, help="output: per-step training log")
-    s.add_argument("--summary", required=True, help="output: training summary JSON")
-    s.add_argument("--checkpoint", required=True, help="resume file (kept until the run finishes)")
-    s.add_argument("--device", default="auto")
-    s.add_argument("--threads", type=int, default=None)
+    add_training_output_args(s)
+    add_runtime_args(s)
     s.set_defaults(func=lambda a: (set_threads(a.threads), run_training(
         a.config, a.K, a.seed, a.model, a.log_csv, a.summary, a.checkpoint, a.device)))
 
@@ -129,8 +126,7 @@ def add_commands(sub) -> None:
     s.add_argument("--eval-set", required=True)
     s.add_argument("--out", required=True)
     s.add_argument("--batch-size", type=int, default=500)
-    s.add_argument("--device", default="auto")
-    s.add_argument("--threads", type=int, default=None)
+    add_runtime_args(s)
     s.set_defaults(func=lambda a: (set_threads(a.threads), run_evaluation(
         a.model, a.eval_set, a.out, a.batch_size, a.device)))
 

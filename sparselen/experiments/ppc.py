@@ -16,6 +16,7 @@ import torch
 
 from sparselen import io
 from sparselen.aggregate import read_tables, write_table
+from sparselen.cliargs import add_runtime_args, add_training_output_args
 from sparselen.device import resolve_device, set_threads
 from sparselen.generate import generate
 from sparselen.plotting import plot_panels, save_figure
@@ -213,12 +214,8 @@ def add_commands(sub) -> None:
     s.add_argument("--task", required=True, choices=sorted(TASKS))
     s.add_argument("--scheme", required=True, choices=SCHEMES)
     s.add_argument("--seed", type=int, required=True)
-    s.add_argument("--model", required=True, help="output: trained model file")
-    s.add_argument("--log-csv", required=True, help="output: per-step training log")
-    s.add_argument("--summary", required=True, help="output: training summary JSON")
-    s.add_argument("--checkpoint", required=True, help="resume file (kept until the run finishes)")
-    s.add_argument("--device", default="auto")
-    s.add_argument("--threads", type=int, default=None)
+    add_training_output_args(s)
+    add_runtime_args(s)
     s.set_defaults(func=lambda a: (set_threads(a.threads), run_training(
         a.config, a.task, a.scheme, a.seed, a.model, a.log_csv, a.summary, a.checkpoint, a.device)))
 
@@ -227,8 +224,7 @@ def add_commands(sub) -> None:
     s.add_argument("--eval-set", required=True)
     s.add_argument("--out", required=True)
     s.add_argument("--batch-size", type=int, default=250)
-    s.add_argument("--device", default="auto")
-    s.add_argument("--threads", type=int, default=None)
+    add_runtime_args(s)
     s.set_defaults(func=lambda a: (set_threads(a.threads), run_evaluation(
         a.model, a.eval_set, a.out, a.batch_size, a.device)))
 

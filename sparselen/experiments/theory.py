@@ -16,6 +16,7 @@ import pandas as pd
 import torch
 
 from sparselen import io
+from sparselen.cliargs import add_runtime_args
 from sparselen.device import resolve_device, set_threads
 from sparselen.provenance import config_hash, provenance
 from sparselen.settings import model_config, parse_json_arg, train_config
@@ -188,8 +189,7 @@ def add_commands(sub) -> None:
     s.add_argument("--log-csv", required=True)
     s.add_argument("--eval-csv", required=True)
     s.add_argument("--checkpoint", default=None, help="GPT-NeoX resume file (kept until the run finishes)")
-    s.add_argument("--device", default="auto")
-    s.add_argument("--threads", type=int, default=None)
+    add_runtime_args(s)
     s.set_defaults(func=lambda a: (set_threads(a.threads), run(
         a.config, a.model, a.distribution, a.k, a.seed, a.out_model, a.log_csv, a.eval_csv, a.checkpoint,
         a.device)))
