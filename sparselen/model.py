@@ -183,7 +183,7 @@ class GPTNeoX(nn.Module):
         if self.rotary is not None:
             if position_ids is None:
                 start = 0 if cache is None or cache[0][0] is None else cache[0][0].shape[2]
-                position_ids = torch.arange(start, start + T, device=input_ids.device).expand(B, T)
+                position_ids = torch.arange(start, start + T, device=input_ids.device)[None]  # shared by the batch
             rope = self.rotary(position_ids, x.dtype)
         for i, layer in enumerate(self.gpt_neox.layers):
             ids = self._id_embedding(position_ids) if i == len(self.gpt_neox.layers) - 1 else None
