@@ -39,7 +39,7 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
                 continue
             ax.plot(line[x], line["mean"], "o-", color=color, ms=3, lw=1.5, label=curve_label.format(c))
             if line["ci_low"].notna().any():
-                ax.fill_between(line[x], line["ci_low"], line["ci_high"], color=color, alpha=0.18, lw=0)
+                ax.fill_between(line[x], line["ci_low"], line["ci_high"], color=color, alpha=0.10, lw=0)
         if vlines and p in vlines:
             ax.axvline(vlines[p], color="0.4", ls="--", lw=1)
         if chance is not None:
