@@ -1,8 +1,8 @@
 """Training throughput: sparselen's GPT-NeoX vs transformers.GPTNeoXForCausalLM, same run.
 
 Both models get the same architecture, the same weights, the same batches and the same AdamW
-step; rounds alternate between the two so that machine load hits both alike, and the median
-round is reported. Prints tokens/s for each and the ratio (ours / transformers).
+step; rounds alternate between the two (and which goes first) so that machine load and order
+effects hit both alike, and the median round is reported. Prints tokens/s for each and the ratio (ours / transformers).
 
     .venv/bin/python benchmarks/throughput.py            # the CPU default configs
     .venv/bin/python benchmarks/throughput.py --device cuda --threads 0
@@ -69,9 +69,13 @@ def run(name: str, device, rounds: int, steps: int) -> tuple[float, float]:
     for s in (steps_ours, steps_theirs):  # warm-up
         measure(s, x, y, 3, device)
     a, b = [], []
-    for _ in range(rounds):
-        a.append(measure(steps_ours, x, y, steps, device))
-        b.append(measure(steps_theirs, x, y, steps, device))
+    for r in range(rounds):  # alternate which model goes first, so order effects cancel
+        if r % 2:
+            b.append(measure(steps_theirs, x, y, steps, device))
+            a.append(measure(steps_ours, x, y, steps, device))
+        else:
+            a.append(measure(steps_ours, x, y, steps, device))
+            b.append(measure(steps_theirs, x, y, steps, device))
     return statistics.median(a), statistics.median(b)
 
 
