@@ -10,7 +10,7 @@ import torch
 
 from sparselen import io
 from sparselen.aggregate import read_tables, summary_table, write_table
-from sparselen.cliargs import add_runtime_args, add_training_output_args
+from sparselen.cliargs import add_evaluation_args, add_runtime_args, add_table_args, add_training_output_args
 from sparselen.device import resolve_device, set_threads
 from sparselen.evaluate import evaluate_grid
 from sparselen.plotting import plot_panels, save_figure
@@ -122,18 +122,12 @@ def add_commands(sub) -> None:
         a.config, a.K, a.seed, a.model, a.log_csv, a.summary, a.checkpoint, a.device)))
 
     s = steps.add_parser("evaluate", help="evaluate one model on the shared evaluation set")
-    s.add_argument("--model", required=True)
-    s.add_argument("--eval-set", required=True)
-    s.add_argument("--out", required=True)
-    s.add_argument("--batch-size", type=int, default=500)
-    add_runtime_args(s)
+    add_evaluation_args(s, batch_size=500)
     s.set_defaults(func=lambda a: (set_threads(a.threads), run_evaluation(
         a.model, a.eval_set, a.out, a.batch_size, a.device)))
 
     s = steps.add_parser("table", help="aggregate evaluation tables (CSV and Markdown)")
-    s.add_argument("--inputs", nargs="+", required=True)
-    s.add_argument("--csv", required=True)
-    s.add_argument("--md", required=True)
+    add_table_args(s)
     s.set_defaults(func=lambda a: make_table(a.inputs, a.csv, a.md))
 
     s = steps.add_parser("figure", help="draw accuracy vs length (PNG and PDF)")

@@ -16,7 +16,7 @@ import torch
 
 from sparselen import io
 from sparselen.aggregate import read_tables, write_table
-from sparselen.cliargs import add_runtime_args, add_training_output_args
+from sparselen.cliargs import add_evaluation_args, add_runtime_args, add_table_args, add_training_output_args
 from sparselen.device import resolve_device, set_threads
 from sparselen.generate import generate
 from sparselen.plotting import plot_panels, save_figure
@@ -220,18 +220,12 @@ def add_commands(sub) -> None:
         a.config, a.task, a.scheme, a.seed, a.model, a.log_csv, a.summary, a.checkpoint, a.device)))
 
     s = steps.add_parser("evaluate", help="evaluate one model by generation on its task's evaluation set")
-    s.add_argument("--model", required=True)
-    s.add_argument("--eval-set", required=True)
-    s.add_argument("--out", required=True)
-    s.add_argument("--batch-size", type=int, default=250)
-    add_runtime_args(s)
+    add_evaluation_args(s, batch_size=250)
     s.set_defaults(func=lambda a: (set_threads(a.threads), run_evaluation(
         a.model, a.eval_set, a.out, a.batch_size, a.device)))
 
     s = steps.add_parser("table", help="aggregate evaluation tables (CSV and Markdown)")
-    s.add_argument("--inputs", nargs="+", required=True)
-    s.add_argument("--csv", required=True)
-    s.add_argument("--md", required=True)
+    add_table_args(s)
     s.set_defaults(func=lambda a: make_table(a.inputs, a.csv, a.md))
 
     s = steps.add_parser("figure", help="draw accuracy vs input size (PNG and PDF)")
