@@ -13,15 +13,28 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+import yaml
 
-from sparselen.device import autocast, resolve_device
+from sparselen.device import autocast, configure_cpu, resolve_device
 from sparselen.model import GPTNeoX, ModelConfig, hf_config
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def parity_default_shape() -> tuple[dict, int, int]:
+    """The parity model and batch of the embedded default config (so the two cannot drift);
+    sequence length = the longest training sample (2l = max length, plus the query)."""
+    p = yaml.safe_load((ROOT / "config.yaml").read_text())["parity"]
+    model = {k: p["model"][k] for k in ("n_layer", "n_head", "d_model", "d_ff")}
+    return model, p["train"]["batch_size"], p["train"]["lengths"][1] + 1
+
+
 SHAPES = {  # name: (model kwargs, batch, sequence length)
-    "parity-default": (dict(n_layer=2, n_head=4, d_model=128, d_ff=512), 64, 51),
+    "parity-default": parity_default_shape(),
     "lm-small": (dict(n_layer=4, n_head=4, d_model=256, d_ff=1024, vocab_size=16384), 16, 256),
 }
 
@@ -87,8 +100,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=10, help="training steps per round")
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    configure_cpu(args.threads)
     device = resolve_device(args.device)
     print(f"device={device} threads={torch.get_num_threads()} torch={torch.__version__} "
           f"rounds={args.rounds} steps/round={args.steps} (median round)")

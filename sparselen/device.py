@@ -32,6 +32,11 @@ def autocast(device: torch.device):
     return contextlib.nullcontext()
 
 
-def set_threads(threads: int | None) -> None:
+def configure_cpu(threads: int | None) -> None:
+    """CPU set-up of every compute command: the torch thread count, and flushing denormal
+    floats to zero. Trained models push tiny values (near-one-hot attention, decayed Adam
+    moments) into the denormal range, where x86 matrix kernels run several times slower:
+    a parity training fell from 20k to 9k tokens/s by step 400 without the flush."""
+    torch.set_flush_denormal(True)
     if threads:
         torch.set_num_threads(int(threads))

@@ -86,7 +86,8 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     x_rot, x_pass = x[..., :nd], x[..., nd:]
     half = nd // 2
     rotated = torch.cat((-x_rot[..., half:], x_rot[..., :half]), dim=-1)
-    return torch.cat((x_rot * cos + rotated * sin, x_pass), dim=-1)
+    out = x_rot * cos + rotated * sin
+    return out if x_pass.shape[-1] == 0 else torch.cat((out, x_pass), dim=-1)  # no copy at rotary_pct 1
 
 
 class Attention(nn.Module):

@@ -110,11 +110,14 @@ def train(
     device: torch.device,
     run_config: dict,
     out_log: str | Path | None = None,
+    out_summary: str | Path | None = None,
+    summary_fields: dict | None = None,
 ) -> dict:
     """Train to ``cfg.steps``, resuming from ``checkpoint`` if it belongs to this config.
 
-    Writes ``out_model`` (weights, model config, provenance, step log) atomically at the end
-    and returns a summary dict. ``run_config`` is the config subtree that defines the run;
+    Writes ``out_model`` (weights, model config, provenance, step log), ``out_log`` and
+    ``out_summary`` (``summary_fields`` plus the returned summary) atomically at the end, all
+    before the checkpoint is removed: a kill in between can always resume. ``run_config`` is the config subtree that defines the run;
     its hash guards resume against a checkpoint of a different configuration.
     """
     chash = config_hash(run_config)
@@ -179,9 +182,12 @@ def train(
         import pandas as pd
 
         io.write_csv(pd.DataFrame(rows), out_log)
+    summary = {**(summary_fields or {}), "final_loss": rows[-1]["loss"] if rows else None,
+               "wall_seconds_this_run": wall, "parameters": model.num_parameters(), **prov}
+    if out_summary is not None:
+        io.write_json(out_summary, summary)
     checkpoint.unlink(missing_ok=True)
-    return {"final_loss": rows[-1]["loss"] if rows else None, "wall_seconds_this_run": wall,
-            "parameters": model.num_parameters(), **prov}
+    return summary
 
 
 def load_model(path, device: torch.device = torch.device("cpu")) -> tuple[GPTNeoX, dict]:

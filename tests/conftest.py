@@ -3,7 +3,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
+from sparselen.device import configure_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -11,8 +11,8 @@ PYTHON = sys.executable
 
 @pytest.fixture(autouse=True)
 def _one_thread():
-    """Deterministic, CI-friendly: one torch thread per test."""
-    torch.set_num_threads(1)
+    """Deterministic, CI-friendly: one torch thread per test, as the CLI sets up a CPU job."""
+    configure_cpu(1)
 
 
 def subprocess_env() -> dict:

@@ -1,6 +1,7 @@
 """The theory experiment glue (sparselen/theory/experiment.py, sparselen/experiments/theory.py)."""
 
 import copy
+import json
 
 import numpy as np
 import pandas as pd
@@ -95,8 +96,10 @@ def test_runs_table_and_figure_end_to_end(tmp_path):
         cfg = shared | ({"sfa": t["sfa"]} if model == "sfa" else
                         {"gpt": {key: v for key, v in t["gpt"].items() if key != "k"}, "compile": False})
         df = cli.run(cfg, model, "coupled", k, 0, d / "model.pt", d / "log.csv", d / "eval.csv",
-                     checkpoint=d / "ckpt.pt", device="cpu")
+                     d / "train_summary.json", checkpoint=d / "ckpt.pt", device="cpu")
         assert set(df["ratio"]) == set(t["eval"]["ratios"])
+        summary = json.loads((d / "train_summary.json").read_text())
+        assert (summary["model"], summary["k"], summary["seed"]) == (model, k, 0) and summary["config_hash"]
         assert np.isfinite(df["log_loss"]).all() and df["error"].between(0, 1).all()
         evals.append(d / "eval.csv")
     table = cli.make_table(evals, tmp_path / "t.csv", tmp_path / "t.md", tmp_path / "s.csv", tmp_path / "s.md", 1e-6)

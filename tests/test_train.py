@@ -74,3 +74,26 @@ def test_checkpoint_of_another_config_is_ignored(tmp_path, caplog):
     run_training(cfg, 2, 0, tmp_path / "m.pt", tmp_path / "l.csv", tmp_path / "s.json", tmp_path / "ckpt.pt", "cpu")
     assert "ignoring checkpoint" in caplog.text
     assert len(torch.load(tmp_path / "m.pt", weights_only=False)["log"]) == 2
+
+
+def test_every_output_exists_before_the_checkpoint_goes(tmp_path, monkeypatch):
+    """A kill between the last output and the checkpoint's removal must still be resumable."""
+    from pathlib import Path
+
+    from sparselen.experiments.parity import run_training
+
+    cfg = json.loads(json.dumps(CONFIG))
+    cfg["train"].update(steps=20, checkpoint_every=5)
+    outputs = [tmp_path / name for name in ("m.pt", "l.csv", "s.json")]
+    seen = []
+    unlink = Path.unlink
+
+    def checked_unlink(self, *args, **kwargs):
+        if self.name == "ckpt.pt":
+            seen.append([p.exists() for p in outputs])
+        return unlink(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "unlink", checked_unlink)
+    run_training(cfg, 2, 0, *outputs, tmp_path / "ckpt.pt", "cpu")
+    assert seen == [[True, True, True]]
+    assert json.loads(outputs[2].read_text())["K_train"] == 2

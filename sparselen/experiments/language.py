@@ -14,7 +14,7 @@ import torch
 from sparselen import io
 from sparselen.aggregate import read_tables, write_table
 from sparselen.cliargs import add_runtime_args
-from sparselen.device import resolve_device, set_threads
+from sparselen.device import configure_cpu, resolve_device
 from sparselen.language import analysis, corpus, data, tokenizer
 from sparselen.language.bootstrap import bootstrap_ci
 from sparselen.language.evaluate import loss_by_position
@@ -80,9 +80,8 @@ def run_training(cfg: dict, tokens_path, context: int, scheme: str, seed: int, o
     tc = train_config(cfg["train"], seed, cfg["pose"], compile=cfg.get("compile", False), batch_size=batch_size)
     run = {**cfg, "context": context, "scheme": scheme, "seed": seed, "vocab_size": tokens["vocab_size"]}
     batches = data.training_batches(tokens["train"], context, batch_size, seed)
-    summary = train(mc, tc, batches, out_model, checkpoint, dev, run, out_log)
-    io.write_json(out_summary, {"context": context, "scheme": scheme, **summary})
-    return summary
+    return train(mc, tc, batches, out_model, checkpoint, dev, run, out_log, out_summary,
+                 {"context": context, "scheme": scheme})
 
 
 def position_bins(length: int) -> list[tuple[int, int]]:
@@ -259,7 +258,7 @@ def add_commands(sub) -> None:
             s.add_argument(f"--{a}", required=True, **({"type": parse_json_arg} if a == "config" else {}))
         if threads:
             add_runtime_args(s)
-        s.set_defaults(func=lambda ns: (set_threads(getattr(ns, "threads", None)), func(ns)))
+        s.set_defaults(func=lambda ns: (configure_cpu(getattr(ns, "threads", None)), func(ns)))
         return s
 
     cmd("corpus", "read and split the corpus", lambda a: make_corpus(a.config, a.out, a.summary),

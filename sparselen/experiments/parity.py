@@ -11,7 +11,7 @@ import torch
 from sparselen import io
 from sparselen.aggregate import read_tables, summary_table, write_table
 from sparselen.cliargs import add_evaluation_args, add_runtime_args, add_table_args, add_training_output_args
-from sparselen.device import resolve_device, set_threads
+from sparselen.device import configure_cpu, resolve_device
 from sparselen.evaluate import evaluate_grid
 from sparselen.plotting import plot_panels, save_figure
 from sparselen.provenance import provenance
@@ -39,9 +39,8 @@ def run_training(cfg: dict, K: int, seed: int, out_model, out_log, out_summary, 
     run = {**cfg, "K_train": K, "seed": seed}
     batches = parity.training_batches(seed, tc.batch_size, cfg["train"]["lengths"], K,
                                       cfg["train"].get("one_length_per_batch", True))
-    summary = train(mc, tc, batches, out_model, checkpoint, dev, run, out_log)
-    io.write_json(out_summary, {"K_train": K, "position": mc.position, **summary})
-    return summary
+    return train(mc, tc, batches, out_model, checkpoint, dev, run, out_log, out_summary,
+                 {"K_train": K, "position": mc.position})
 
 
 def run_evaluation(model_path, eval_set_path, out_csv, batch_size: int, device: str = "auto") -> pd.DataFrame:
@@ -118,12 +117,12 @@ def add_commands(sub) -> None:
     s.add_argument("--seed", type=int, required=True)
     add_training_output_args(s)
     add_runtime_args(s)
-    s.set_defaults(func=lambda a: (set_threads(a.threads), run_training(
+    s.set_defaults(func=lambda a: (configure_cpu(a.threads), run_training(
         a.config, a.K, a.seed, a.model, a.log_csv, a.summary, a.checkpoint, a.device)))
 
     s = steps.add_parser("evaluate", help="evaluate one model on the shared evaluation set")
     add_evaluation_args(s, batch_size=500)
-    s.set_defaults(func=lambda a: (set_threads(a.threads), run_evaluation(
+    s.set_defaults(func=lambda a: (configure_cpu(a.threads), run_evaluation(
         a.model, a.eval_set, a.out, a.batch_size, a.device)))
 
     s = steps.add_parser("table", help="aggregate evaluation tables (CSV and Markdown)")

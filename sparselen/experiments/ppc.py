@@ -17,7 +17,7 @@ import torch
 from sparselen import io
 from sparselen.aggregate import read_tables, write_table
 from sparselen.cliargs import add_evaluation_args, add_runtime_args, add_table_args, add_training_output_args
-from sparselen.device import resolve_device, set_threads
+from sparselen.device import configure_cpu, resolve_device
 from sparselen.generate import generate
 from sparselen.plotting import plot_panels, save_figure
 from sparselen.provenance import provenance
@@ -87,9 +87,8 @@ def run_training(cfg: dict, task: str, scheme: str, seed: int, out_model, out_lo
     run = {**cfg, "task_name": task, "scheme": scheme, "seed": seed}
     batches = training_batches(task, cfg["task"], seed, tc.batch_size, cfg["max_position_id"],
                                cfg["random_offset"])
-    summary = train(mc, tc, batches, out_model, checkpoint, dev, run, out_log)
-    io.write_json(out_summary, {"task": task, "scheme": scheme, **summary})
-    return summary
+    return train(mc, tc, batches, out_model, checkpoint, dev, run, out_log, out_summary,
+                 {"task": task, "scheme": scheme})
 
 
 @torch.no_grad()
@@ -216,12 +215,12 @@ def add_commands(sub) -> None:
     s.add_argument("--seed", type=int, required=True)
     add_training_output_args(s)
     add_runtime_args(s)
-    s.set_defaults(func=lambda a: (set_threads(a.threads), run_training(
+    s.set_defaults(func=lambda a: (configure_cpu(a.threads), run_training(
         a.config, a.task, a.scheme, a.seed, a.model, a.log_csv, a.summary, a.checkpoint, a.device)))
 
     s = steps.add_parser("evaluate", help="evaluate one model by generation on its task's evaluation set")
     add_evaluation_args(s, batch_size=250)
-    s.set_defaults(func=lambda a: (set_threads(a.threads), run_evaluation(
+    s.set_defaults(func=lambda a: (configure_cpu(a.threads), run_evaluation(
         a.model, a.eval_set, a.out, a.batch_size, a.device)))
 
     s = steps.add_parser("table", help="aggregate evaluation tables (CSV and Markdown)")

@@ -17,7 +17,7 @@ import torch
 
 from sparselen import io
 from sparselen.cliargs import add_runtime_args
-from sparselen.device import resolve_device, set_threads
+from sparselen.device import configure_cpu, resolve_device
 from sparselen.provenance import config_hash, provenance
 from sparselen.settings import model_config, parse_json_arg, train_config
 from sparselen.theory import experiment as ex
@@ -27,7 +27,7 @@ MODELS = ("sfa", "gpt")
 
 
 def run(cfg: dict, model: str, distribution: str, k: int, seed: int, out_model, out_log, out_eval,
-        checkpoint=None, device: str = "auto") -> pd.DataFrame:
+        out_summary, checkpoint=None, device: str = "auto") -> pd.DataFrame:
     """``cfg`` = {task, train, eval, sfa} or {task, train, eval, gpt, compile}."""
     pc = ex.planted_config(cfg["task"], distribution, k)
     lo, L = cfg["train"]["lengths"]
@@ -38,9 +38,12 @@ def run(cfg: dict, model: str, distribution: str, k: int, seed: int, out_model, 
     if model == "sfa":
         window = ex.sfa_window(pc, cfg["sfa"]["window"], lengths)
         net, rows = ex.train_sfa(pc, cfg["sfa"], lengths, seed, window)
+        prov = provenance(cfg, seed, torch.device("cpu"), run=run_id)
         io.torch_save({"model": net.state_dict(), "planted": pc.to_dict(), "window": window, "sfa": cfg["sfa"],
-                       "provenance": provenance(cfg, seed, torch.device("cpu"), run=run_id)}, out_model)
+                       "provenance": prov}, out_model)
         io.write_csv(pd.DataFrame(rows), out_log)
+        io.write_json(out_summary, {**run_id, "final_loss": rows[-1]["loss"] if rows else None,
+                                    "parameters": sum(p.numel() for p in net.parameters()), **prov})
         predict, extra = ex.sfa_predict(net), {"window": window, "position": "relative"}
     else:
         from sparselen.train import load_model, train
@@ -53,7 +56,7 @@ def run(cfg: dict, model: str, distribution: str, k: int, seed: int, out_model, 
         tc = train_config(g["train"], seed, {"chunks": g["pose"]["chunks"], "target_length": longest},
                           compile=cfg.get("compile", False))
         batches = ex.gpt_batches(pc, lengths, tc.batch_size, seed, scheme == "coupled", longest)
-        train(mc, tc, batches, out_model, checkpoint, dev, {**cfg, **run_id}, out_log)
+        train(mc, tc, batches, out_model, checkpoint, dev, {**cfg, **run_id}, out_log, out_summary, run_id)
         net, _ = load_model(out_model, dev)
         predict, extra = ex.gpt_predict(net, pc, scheme == "coupled"), {"window": None, "position": scheme}
     df = ex.evaluate(predict, pc, targets, cfg["eval"]["n"], cfg["eval"]["seed"], cfg["eval"]["batch_size"])
@@ -188,10 +191,11 @@ def add_commands(sub) -> None:
     s.add_argument("--out-model", required=True)
     s.add_argument("--log-csv", required=True)
     s.add_argument("--eval-csv", required=True)
+    s.add_argument("--summary", required=True, help="train_summary.json: the run's provenance")
     s.add_argument("--checkpoint", default=None, help="GPT-NeoX resume file (kept until the run finishes)")
     add_runtime_args(s)
-    s.set_defaults(func=lambda a: (set_threads(a.threads), run(
-        a.config, a.model, a.distribution, a.k, a.seed, a.out_model, a.log_csv, a.eval_csv, a.checkpoint,
+    s.set_defaults(func=lambda a: (configure_cpu(a.threads), run(
+        a.config, a.model, a.distribution, a.k, a.seed, a.out_model, a.log_csv, a.eval_csv, a.summary, a.checkpoint,
         a.device)))
 
     s = steps.add_parser("table", help="errors per Lbar/L and fitted slopes (CSV and Markdown)")

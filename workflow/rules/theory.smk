@@ -21,6 +21,7 @@ rule theory_run_sfa:
         model="results/theory/sfa/{dist}/k{k}/seed{seed}/model.pt",
         log_csv="results/theory/sfa/{dist}/k{k}/seed{seed}/train_log.csv",
         eval_csv="results/theory/sfa/{dist}/k{k}/seed{seed}/eval.csv",
+        summary="results/theory/sfa/{dist}/k{k}/seed{seed}/train_summary.json",
     log:
         "logs/theory/sfa/{dist}_k{k}_seed{seed}.log",
     benchmark:
@@ -37,7 +38,7 @@ rule theory_run_sfa:
     shell:
         "python -m sparselen theory run --config {params.cfg} --model sfa --distribution {wildcards.dist}"
         " --k {wildcards.k} --seed {wildcards.seed} --out-model {output.model} --log-csv {output.log_csv}"
-        " --eval-csv {output.eval_csv} --device cpu --threads {threads} 2> {log}"
+        " --eval-csv {output.eval_csv} --summary {output.summary} --device cpu --threads {threads} 2> {log}"
 
 
 rule theory_run_gpt:
@@ -45,6 +46,7 @@ rule theory_run_gpt:
         model="results/theory/gpt/{dist}/k{k}/seed{seed}/model.pt",
         log_csv="results/theory/gpt/{dist}/k{k}/seed{seed}/train_log.csv",
         eval_csv="results/theory/gpt/{dist}/k{k}/seed{seed}/eval.csv",
+        summary="results/theory/gpt/{dist}/k{k}/seed{seed}/train_summary.json",
     log:
         "logs/theory/gpt/{dist}_k{k}_seed{seed}.log",
     benchmark:
@@ -69,7 +71,7 @@ rule theory_run_gpt:
     shell:
         "python -m sparselen theory run --config {params.cfg} --model gpt --distribution {wildcards.dist}"
         " --k {wildcards.k} --seed {wildcards.seed} --out-model {output.model} --log-csv {output.log_csv}"
-        " --eval-csv {output.eval_csv} --checkpoint {params.checkpoint} --device {params.device}"
+        " --eval-csv {output.eval_csv} --summary {output.summary} --checkpoint {params.checkpoint} --device {params.device}"
         " --threads {threads} 2> {log}"
 
 
