@@ -60,12 +60,10 @@ def device_name(device: torch.device) -> str:
 
 
 def provenance(cfg=None, seed=None, device: torch.device | None = None, **extra) -> dict:
-    out = {
-        "config_hash": None if cfg is None else config_hash(cfg),
-        "seed": seed,
-        "versions": package_versions(),
-        "git_commit": git_commit(),
-    }
+    """Provenance of one result; aggregates pass ``cfg=None`` and list ``config_hashes`` instead."""
+    out = {"seed": seed, "versions": package_versions(), "git_commit": git_commit()}
+    if cfg is not None:
+        out["config_hash"] = config_hash(cfg)
     if device is not None:
         out["device"] = str(device)
         out["device_name"] = device_name(device)

@@ -35,11 +35,14 @@ def test_schema_errors_name_key_and_value():
     cfg["parity"]["model"]["position"] = "alibi"
     cfg["parity"]["eval"]["lengths"] = [20, 33]
     cfg["parity"]["trian"] = {}
+    cfg["ppc"]["variable_assignment"]["model"] = {"rotary_pct": 2, "position": "nope"}
     errors = "\n".join(schema_errors(cfg, SCHEMA))
     assert "parity.train.steps = -5" in errors
     assert "parity.model.position = 'alibi'" in errors
     assert "parity.eval.lengths[1] = 33" in errors
     assert "'trian'" in errors and "unknown key" in errors
+    assert "ppc.variable_assignment.model.rotary_pct = 2" in errors
+    assert "'position'" in errors  # a task may not override the scheme
 
 
 def test_semantic_errors():

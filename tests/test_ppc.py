@@ -1,5 +1,6 @@
 """PPC machinery: KV-cached generation equals full recomputation for every scheme, ids are
-fed back as the spec says, the id embedding, config checks, and the CLI steps end to end."""
+fed back as the spec says, the id embedding, config checks, and the CLI steps end to end
+(with a task's own model overrides)."""
 
 import copy
 import json
@@ -14,7 +15,7 @@ from sparselen.generate import generate
 from sparselen.model import GPTNeoX, ModelConfig
 from sparselen.rng import generator
 from sparselen.tasks import copy_repeat, variable_assignment
-from sparselen.train import loss_fn
+from sparselen.train import load_model, loss_fn
 
 SCHEMES = ("nope", "rope", "coupled", "ppc")
 
@@ -118,12 +119,17 @@ def test_config_errors_name_key_and_value():
     bad = config()
     bad["ppc"]["variable_assignment"]["eval_sizes"] = [3, 9]
     assert any("num_variables = 8" in e for e in ppc.config_errors(bad))
+    bad = config()
+    bad["ppc"]["copy_repeat"]["model"] = {"n_head": 3}
+    assert any("ppc.copy_repeat.model: d_model = 16 is not divisible by n_head = 3" in e
+               for e in ppc.config_errors(bad))
 
 
 def test_cli_steps_end_to_end(tmp_path):
     """Tiny run of every step for one task and every scheme; the table and figure come out."""
     p = config()["ppc"]
     task = "variable_assignment"
+    p[task]["model"] = {"n_head": 4, "rotary_pct": 0.5}  # the task's overrides of ppc.model
     ev = tmp_path / "eval_set.pt"
     main(["ppc", "eval-data", "--config", json.dumps({"task": p[task], "eval": p["eval"]}), "--task", task,
           "--out", str(ev)])
@@ -138,6 +144,8 @@ def test_cli_steps_end_to_end(tmp_path):
         main(["ppc", "evaluate", "--model", str(d / "model.pt"), "--eval-set", str(ev), "--out", str(d / "eval.csv"),
               "--batch-size", "4", "--device", "cpu"])
         csvs.append(str(d / "eval.csv"))
+        model, _ = load_model(d / "model.pt", torch.device("cpu"))
+        assert (model.cfg.n_head, model.cfg.rotary_pct, model.cfg.d_model) == (4, 0.5, 16)
         df = pd.read_csv(d / "eval.csv")
         assert df["size"].tolist() == [3, 8] and (df["n"] == 6).all()
         assert df["position_accuracy"].notna().all() == (scheme == "ppc")

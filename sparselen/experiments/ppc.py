@@ -32,12 +32,17 @@ log = logging.getLogger(__name__)
 
 TASKS = {"copy_repeat": copy_repeat, "variable_assignment": variable_assignment, "addition": addition}
 SCHEMES = ("nope", "rope", "coupled", "ppc")
-SIZE_KEYS = ("train_sizes", "eval_sizes", "steps")  # task-section keys that are not sampler arguments
+RUN_KEYS = ("train_sizes", "eval_sizes", "steps", "model")  # task-section keys that are not sampler arguments
 
 
 def task_params(task_cfg: dict) -> dict:
     """The sampler's keyword arguments from a task's config section (e.g. alphabet, max_depth)."""
-    return {k: v for k, v in task_cfg.items() if k not in SIZE_KEYS}
+    return {k: v for k, v in task_cfg.items() if k not in RUN_KEYS}
+
+
+def task_model(model: dict, task_cfg: dict) -> dict:
+    """``ppc.model`` with the task's own ``model`` overrides (e.g. fewer rotary dims) on top."""
+    return {**model, **task_cfg.get("model", {})}
 
 
 def max_coupled_id(task: str, size: int) -> int:
@@ -79,7 +84,7 @@ def run_training(cfg: dict, task: str, scheme: str, seed: int, out_model, out_lo
     position_loss_weight, compile}: train one model on one task with one position scheme."""
     dev = resolve_device(device)
     # the run's scheme wins over ppc.model.position (which the schema fills with its default)
-    mc = model_config(cfg["model"], len(TASKS[task].VOCAB), position=scheme,
+    mc = model_config(task_model(cfg["model"], cfg["task"]), len(TASKS[task].VOCAB), position=scheme,
                       max_position_id=cfg["max_position_id"], id_embedding=scheme in cfg["id_embedding"])
     train_cfg = dict(cfg["train"], **({"steps": cfg["task"]["steps"]} if "steps" in cfg["task"] else {}))
     tc = train_config(train_cfg, seed, None, position_loss_weight=cfg["position_loss_weight"],
@@ -175,14 +180,16 @@ def config_errors(config: dict) -> list[str]:
     p = config.get("ppc")
     if not p:
         return out
-    m = p["model"]
-    if m.get("d_model", 128) % m.get("n_head", 4):
-        out.append(f"ppc.model.d_model = {m.get('d_model')}: not divisible by n_head = {m.get('n_head')}")
     for task in p["tasks"]:
         t = p.get(task)
         if t is None:
             out.append(f"ppc.tasks lists {task!r} but the section ppc.{task} is missing")
             continue
+        m = task_model(p["model"], t)
+        if m.get("d_model", 128) % m.get("n_head", 4):
+            where = f"ppc.{task}.model" if "model" in t else "ppc.model"
+            msg = f"{where}: d_model = {m.get('d_model')} is not divisible by n_head = {m.get('n_head')}"
+            out += [] if msg in out else [msg]  # a bad ppc.model is named once, not per task
         lo, hi = t["train_sizes"]
         if lo > hi:
             out.append(f"ppc.{task}.train_sizes = {[lo, hi]}: the first (smallest) size exceeds the second")

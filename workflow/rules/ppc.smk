@@ -31,7 +31,13 @@ rule ppc_eval_data:
     conda:
         "../../envs/sparselen.yaml"
     params:
-        cfg=lambda w: as_arg({"task": PPC[w.task], "eval": PPC["eval"]}),
+        # the task's model overrides do not change its evaluation set
+        cfg=lambda w: as_arg(
+            {
+                "task": {k: v for k, v in PPC[w.task].items() if k != "model"},
+                "eval": PPC["eval"],
+            }
+        ),
     shell:
         "python -m sparselen ppc eval-data --config {params.cfg} --task {wildcards.task}"
         " --out {output} 2> {log}"
