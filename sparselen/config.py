@@ -37,10 +37,10 @@ def schema_errors(config: dict, schema_path) -> list[str]:
 def semantic_errors(config: dict) -> list[str]:
     """Cross-key checks: each experiment module's ``config_errors(config)``, for the sections
     present in the config."""
-    from sparselen.cli import EXPERIMENTS
+    from sparselen.cli import COMMANDS
 
     out = []
-    for name in EXPERIMENTS:
+    for name in dict.fromkeys(COMMANDS.values()):
         module = importlib.import_module(name)
         if hasattr(module, "config_errors"):
             out.extend(module.config_errors(config))

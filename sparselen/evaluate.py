@@ -24,7 +24,7 @@ def cell_accuracy(model: GPTNeoX, tokens: torch.Tensor, target: torch.Tensor, ba
     """
     correct = 0
     for i in range(0, len(tokens), batch_size):
-        x = tokens[i:i + batch_size].to(device)
+        x = tokens[i:i + batch_size].to(device).long()
         with autocast(device):
             logits, _ = model(x)
         correct += int((logits[:, -1].argmax(-1).cpu() == target[i:i + batch_size]).sum())

@@ -21,13 +21,19 @@ from sparselen.io import atomic_path  # noqa: E402
 def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length", *,
                 panel_label: str = "{}", curve_label: str = "{}", xlabel: str = "length",
                 ylabel: str = "accuracy", title: str = "", vlines: dict | None = None,
-                chance: float | None = None, logx: bool = True):
+                chance: float | None = None, logx: bool = True, styles: dict | None = None,
+                xlabels: dict | None = None):
     """Draw ``summary`` (columns panel, curve, x, mean, ci_low, ci_high) as a row of panels.
 
-    ``vlines`` maps a panel value to an x position to mark (e.g. the longest training length).
+    Curves are ordered values (k_test) drawn in a sequential colormap, unless ``styles`` maps
+    each curve to its own line style (e.g. ``{"color": "tab:green", "ls": "--"}``) for
+    categories, listed in the order ``styles`` gives. ``vlines`` maps a panel value to an x position to mark (e.g. the longest
+    training length); ``xlabels`` a panel value to its own x-axis label.
     """
     panels = sorted(summary[panel].unique(), key=_sort_key)
     curves = sorted(summary[curve].unique(), key=_sort_key)
+    if styles:  # categories in the order ``styles`` lists them
+        curves.sort(key=lambda c: list(styles).index(c) if c in styles else len(styles))
     colors = plt.cm.viridis(np.linspace(0.0, 0.9, len(curves)))
     ncol = len(panels)
     fig, axes = plt.subplots(1, ncol, figsize=(3.6 * ncol + 1.2, 3.4), sharey=True, squeeze=False)
@@ -37,9 +43,10 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
             line = sub[sub[curve] == c].sort_values(x)
             if line.empty:
                 continue
-            ax.plot(line[x], line["mean"], "o-", color=color, ms=3, lw=1.5, label=curve_label.format(c))
+            style = {"color": color, "ls": "-", **((styles or {}).get(c, {}))}
+            ax.plot(line[x], line["mean"], marker="o", ms=3, lw=1.5, label=curve_label.format(c), **style)
             if line["ci_low"].notna().any():
-                ax.fill_between(line[x], line["ci_low"], line["ci_high"], color=color, alpha=0.10, lw=0)
+                ax.fill_between(line[x], line["ci_low"], line["ci_high"], color=style["color"], alpha=0.10, lw=0)
         if vlines and p in vlines:
             ax.axvline(vlines[p], color="0.4", ls="--", lw=1)
         if chance is not None:
@@ -50,7 +57,7 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
             ax.set_xticks(ticks, [str(t) for t in ticks], rotation=45, fontsize=7)
             ax.minorticks_off()
         ax.set_title(panel_label.format(p))
-        ax.set_xlabel(xlabel)
+        ax.set_xlabel((xlabels or {}).get(p, xlabel))
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel(ylabel)

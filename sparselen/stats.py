@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import t as student_t
 
 
 def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     """(mean, low, high) of ``values``; low/high are NaN for fewer than two values."""
+    from scipy.stats import t as student_t  # imported on first use: seconds of start-up per job
+
     v = np.asarray(values, dtype=float)
     mean = float(v.mean())
     if len(v) < 2:

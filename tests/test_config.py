@@ -29,6 +29,24 @@ def test_shipped_configs_are_valid(path):
     assert semantic_errors(cfg) == []
 
 
+def leaf_paths(tree, prefix=()):
+    for key, value in tree.items():
+        if isinstance(value, dict) and value:
+            yield from leaf_paths(value, prefix + (key,))
+        else:
+            yield prefix + (key,)
+
+
+def test_paper_config_inherits_only_shared_settings_from_the_cpu_default():
+    """--configfile merges configs/paper.yaml over config.yaml key by key, so a CPU-sized value
+    the paper config does not restate (a task's steps, a model override) would run at paper
+    scale. Only settings meant to be shared may come from config.yaml."""
+    paper = set(leaf_paths(yaml.safe_load((ROOT / "configs/paper.yaml").read_text())))
+    inherited = {".".join(map(str, p)) for p in leaf_paths(default_config())
+                 if not any(p[:i] in paper for i in range(1, len(p) + 1))}
+    assert inherited <= {"threads", "theory.floor", "report.bootstrap", "report.seed", "report.level"}
+
+
 def test_schema_errors_name_key_and_value():
     cfg = default_config()
     cfg["parity"]["train"]["steps"] = -5

@@ -120,6 +120,13 @@ def test_config_errors_name_key_and_value():
     bad["ppc"]["variable_assignment"]["eval_sizes"] = [3, 9]
     assert any("num_variables = 8" in e for e in ppc.config_errors(bad))
     bad = config()
+    bad["ppc"]["variable_assignment"]["value_digits"] = [3, 2]
+    assert any("ppc.variable_assignment.value_digits = [3, 2]" in e for e in ppc.config_errors(bad))
+    longer = config()
+    longer["ppc"]["variable_assignment"]["value_digits"] = [1, 4]  # 8 lines of up to 7 tokens
+    assert any("ppc.max_position_id = 40: ppc.variable_assignment reaches coupled id 58" in e
+               for e in ppc.config_errors(longer))
+    bad = config()
     bad["ppc"]["copy_repeat"]["model"] = {"n_head": 3}
     assert any("ppc.copy_repeat.model: d_model = 16 is not divisible by n_head = 3" in e
                for e in ppc.config_errors(bad))
@@ -157,3 +164,23 @@ def test_cli_steps_end_to_end(tmp_path):
           "--png", str(tmp_path / "f.png"), "--pdf", str(tmp_path / "f.pdf")])
     assert (tmp_path / "f.png").stat().st_size > 0 and (tmp_path / "f.pdf").stat().st_size > 0
 
+
+
+@pytest.mark.parametrize("scheme", ["rope", "coupled", "ppc"])
+def test_cell_scores_of_prompts_of_several_lengths(scheme):
+    """Constants of 1-3 digits make prompts of one size differ in length: the cell is generated
+    one prompt length at a time, exactly as if each sample were generated alone. The responses
+    are replaced by what the model generates for each sample alone, so all must count as right."""
+    model = tiny(scheme, vocab=len(variable_assignment.VOCAB))
+    s = variable_assignment.sample(torch.full((24,), 5), generator("cells", 0), num_variables=8, max_depth=2,
+                                   value_digits=(1, 3))
+    assert len(s.prompt_len.unique()) > 2
+    for i in range(len(s)):
+        P, L = int(s.prompt_len[i]), int(s.length[i])
+        tokens, ids = generate(model, s.tokens[i:i + 1, :P], s.position_ids[i:i + 1, :P], L - P,
+                               oracle_ids=s.position_ids[i:i + 1, P:L])
+        s.tokens[i, P:L] = tokens[0]
+        if scheme == "ppc":
+            s.position_ids[i, P:L] = ids[0]
+    n = len(s)
+    assert ppc.cell_scores(model, s, 4, torch.device("cpu")) == {"tokens": n, "ids": n, "both": n}

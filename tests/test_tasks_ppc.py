@@ -40,14 +40,17 @@ def test_addition():
     for n, (prompt, pid, resp, rid) in zip(SIZES.tolist(), rows(addition, s)):
         text = "".join(prompt)
         a, b = text[:-1].split("+")
-        assert len(a) == len(b) == n and text.endswith("=")
+        # n digits each, written with one leading zero
+        assert len(a) == len(b) == n + 1 and a[0] == b[0] == "0" and text.endswith("=")
         assert resp[-1] == "$" and len(resp) == n + 2
         assert int("".join(reversed(resp[:-1]))) == int(a) + int(b)
         # digits of equal significance share an id, in the operands and in the sum
-        sig_a = {n - 1 - i: pid[i] for i in range(n)}
-        sig_b = {n - 1 - i: pid[n + 1 + i] for i in range(n)}
-        assert sig_a == sig_b
-        assert all(rid[k] == sig_a[k] for k in range(n))
+        sig_a = {n - i: pid[i] for i in range(n + 1)}
+        sig_b = {n - i: pid[n + 2 + i] for i in range(n + 1)}
+        assert sig_a == sig_b == {k: k + 1 for k in range(n + 1)}
+        assert all(rid[k] == sig_a[k] for k in range(n + 1))
+        # "$" is coupled to "+", one id above the operands' top digit; "=" precedes digit 0
+        assert rid[-1] == pid[n + 1] == n + 2 and prompt[n + 1] == "+" and pid[-1] == 0
         assert rid == list(range(1, n + 3))
 
 
@@ -55,38 +58,51 @@ def reference_walk(prompt):
     """Evaluate the program independently: the chain from the queried variable to its
     constant, as [(token, index in the prompt of the token that token is coupled to)]."""
     body, query = prompt[:-3], prompt[-3:]
-    assert query[0] == "?" and query[2] == ">"
-    defs = {}
-    for i in range(0, len(body), 4):
-        lhs, eq, rhs, semi = body[i:i + 4]
-        assert eq == "=" and semi == ";" and lhs not in defs
-        defs[lhs] = (i, rhs)
+    assert query[0] == "?" and query[2] == ">" and body[-1] == ";"
+    defs, at = {}, 0
+    while at < len(body):  # lines "v = rhs ;", rhs a variable or a constant of digits
+        end = body.index(";", at)
+        lhs, eq, rhs = body[at], body[at + 1], body[at + 2:end]
+        assert eq == "=" and lhs not in defs and rhs
+        assert len(rhs) == 1 or all(t.isdigit() for t in rhs)
+        defs[lhs] = (at, rhs)
+        at = end + 1
     walk, var = [], query[1]
     while var in defs:
         at, rhs = defs[var]
         walk.append((var, at))  # a variable: coupled to the line that defines it
-        var = rhs
-    walk.append((var, at + 2))  # the constant: coupled to the right-hand side it is read from
-    return walk
+        if not rhs[0].isdigit():
+            var = rhs[0]
+            continue
+        # the constant, digit by digit: each coupled to the digit it copies
+        walk += [(d, at + 2 + i) for i, d in enumerate(rhs)]
+        return walk, len(rhs)
+    raise AssertionError(f"the chain from {query[1]} does not end in a constant")
 
 
-def test_variable_assignment():
-    s = variable_assignment.sample(SIZES, generator("t", 2), num_variables=16, max_depth=3)
-    depths = []
+@pytest.mark.parametrize("value_digits", [(1, 1), (2, 4)])
+def test_variable_assignment(value_digits):
+    s = variable_assignment.sample(SIZES, generator("t", 2), num_variables=16, max_depth=3,
+                                   value_digits=value_digits)
+    depths, widths = [], []
     for n, (prompt, pid, resp, rid) in zip(SIZES.tolist(), rows(variable_assignment, s)):
-        assert len(prompt) == 4 * n + 3 and pid == list(range(4 * n + 3))
-        walk = reference_walk(prompt)
-        assert walk[-1][0].isdigit() and 1 <= len(walk) - 1 <= min(3, n)
+        assert pid == list(range(len(prompt))) and prompt.count(";") == n
+        assert len(prompt) <= variable_assignment.max_prompt_len(n, value_digits)
+        walk, m = reference_walk(prompt)
+        assert value_digits[0] <= m <= value_digits[1]
         assert resp == [v for v, _ in walk] + ["$"]
         # "$" is coupled to the ";" after the constant
         assert rid == [pid[at] for _, at in walk] + [pid[walk[-1][1]] + 1]
-        depths.append(len(walk) - 1)
+        depths.append(len(walk) - m)
+        widths.append(m)
+        assert 1 <= depths[-1] <= min(3, n)
     assert len(set(depths)) > 1
+    assert len(set(widths)) == value_digits[1] - value_digits[0] + 1
 
 
 def test_variable_assignment_depth_distribution():
     s = variable_assignment.sample(torch.full((600,), 10), generator("t", 3), num_variables=16, max_depth=3)
-    depth = (s.length - s.prompt_len - 2).bincount(minlength=4)[1:]
+    depth = (s.length - s.prompt_len - 2).bincount(minlength=4)[1:]  # one-digit constants
     assert depth.min() > 150  # uniform over 1..3
 
 
@@ -98,7 +114,7 @@ def test_seeded_and_vectorized(module):
     assert torch.equal(a.tokens, b.tokens) and torch.equal(a.position_ids, b.position_ids)
     assert not torch.equal(a.tokens, c.tokens)
     # the prompt grows with the size exactly as the task defines it
-    per_size = {copy_repeat: SIZES + 2, addition: 2 * SIZES + 2, variable_assignment: 4 * SIZES + 3}[module]
+    per_size = {copy_repeat: SIZES + 2, addition: 2 * SIZES + 4, variable_assignment: 4 * SIZES + 3}[module]
     assert torch.equal(a.prompt_len, per_size)
 
 
@@ -124,3 +140,5 @@ def test_bad_task_arguments():
         copy_repeat.sample(SIZES, generator("t", 7), alphabet=11)
     with pytest.raises(ValueError, match="num_variables"):
         variable_assignment.sample(SIZES, generator("t", 7), num_variables=8)
+    with pytest.raises(ValueError, match="value_digits"):
+        variable_assignment.sample(SIZES, generator("t", 7), value_digits=(3, 2))

@@ -18,8 +18,6 @@ from sparselen.device import configure_cpu, resolve_device
 from sparselen.language import analysis, corpus, data, tokenizer
 from sparselen.language.bootstrap import bootstrap_ci
 from sparselen.language.evaluate import loss_by_position
-from sparselen.language.figures import length_figure, sparsity_figure
-from sparselen.plotting import save_figure
 from sparselen.provenance import provenance
 from sparselen.rng import generator
 from sparselen.settings import model_config, parse_json_arg, train_config
@@ -201,6 +199,9 @@ def make_tables(cfg: dict, deps_csvs, transfer_csvs, position_csvs, out) -> None
 
 def make_figures(cfg: dict, table_csv, generalization_csv, position_csv, screen_csvs, out) -> None:
     """``cfg`` = {contexts, min_benefit}."""
+    from sparselen.language.figures import length_figure, sparsity_figure  # matplotlib only here
+    from sparselen.plotting import save_figure
+
     short, long = cfg["contexts"]["short"], cfg["contexts"]["long"]
     prov = provenance(None, None, tables=[str(table_csv), str(generalization_csv), str(position_csv)])
     fig = sparsity_figure(pd.read_csv(table_csv), read_tables(screen_csvs), cfg["min_benefit"], short, long)

@@ -13,7 +13,6 @@ from sparselen.aggregate import read_tables, summary_table, write_table
 from sparselen.cliargs import add_evaluation_args, add_runtime_args, add_table_args, add_training_output_args
 from sparselen.device import configure_cpu, resolve_device
 from sparselen.evaluate import evaluate_grid
-from sparselen.plotting import plot_panels, save_figure
 from sparselen.provenance import provenance
 from sparselen.settings import model_config, parse_json_arg, train_config
 from sparselen.tasks import parity
@@ -65,6 +64,8 @@ def make_table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
 
 
 def make_figure(table_csv, train_max_length: int, out_png, out_pdf) -> None:
+    from sparselen.plotting import plot_panels, save_figure  # matplotlib only where a figure is drawn
+
     table = pd.read_csv(table_csv)
     seeds = int(table["n_seeds"].max())
     fig = plot_panels(table, "K_train", "k_test", panel_label="K_train = {}", curve_label="k_test = {}",

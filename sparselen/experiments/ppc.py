@@ -19,7 +19,6 @@ from sparselen.aggregate import read_tables, write_table
 from sparselen.cliargs import add_evaluation_args, add_runtime_args, add_table_args, add_training_output_args
 from sparselen.device import configure_cpu, resolve_device
 from sparselen.generate import generate
-from sparselen.plotting import plot_panels, save_figure
 from sparselen.provenance import provenance
 from sparselen.rng import generator
 from sparselen.settings import model_config, parse_json_arg, train_config
@@ -45,10 +44,11 @@ def task_model(model: dict, task_cfg: dict) -> dict:
     return {**model, **task_cfg.get("model", {})}
 
 
-def max_coupled_id(task: str, size: int) -> int:
+def max_coupled_id(task: str, size: int, task_cfg: dict) -> int:
     """Largest coupled id of a sample of this size (before any training offset)."""
-    return {"copy_repeat": size + 1, "addition": size + 2,
-            "variable_assignment": variable_assignment.LINE * size + 2}[task]
+    if task == "variable_assignment":  # the prompt's last token, ">"
+        return variable_assignment.max_prompt_len(size, task_cfg.get("value_digits", (1, 1))) - 1
+    return {"copy_repeat": size + 1, "addition": size + 2}[task]
 
 
 def make_eval_set(cfg: dict, task: str, out) -> None:
@@ -98,23 +98,25 @@ def run_training(cfg: dict, task: str, scheme: str, seed: int, out_model, out_lo
 
 @torch.no_grad()
 def cell_scores(model, s: Samples, batch_size: int, device) -> dict:
-    """Exact-match counts for one cell (all prompts of one length): tokens, ids, both."""
-    P = int(s.prompt_len[0])
-    if bool((s.prompt_len != P).any()):
-        raise ValueError("an evaluation cell must hold prompts of one length")
-    R = int((s.length - P).max())
+    """Exact-match counts for one cell (all prompts of one size): tokens, ids, both.
+
+    Generation runs on batches of prompts of one length (no padding, so no attention mask);
+    a task whose prompts vary in length within a size is run one prompt length at a time."""
     counts = {"tokens": 0, "ids": 0, "both": 0}
-    for i in range(0, len(s), batch_size):
-        b = s.select(slice(i, i + batch_size))
-        truth, truth_ids = b.tokens[:, P:P + R], b.position_ids[:, P:P + R]
-        mask = b.response_mask[:, P:P + R]
-        tokens, ids = generate(model, b.tokens[:, :P].to(device), b.position_ids[:, :P].to(device), R,
-                               oracle_ids=truth_ids.to(device))
-        ok_tokens = ((tokens.cpu() == truth) | ~mask).all(dim=1)
-        ok_ids = ((ids.cpu() == truth_ids) | ~mask).all(dim=1) if ids is not None else torch.ones_like(ok_tokens)
-        counts["tokens"] += int(ok_tokens.sum())
-        counts["ids"] += int(ok_ids.sum())
-        counts["both"] += int((ok_tokens & ok_ids).sum())
+    for P in s.prompt_len.unique().tolist():
+        group = s.select(torch.nonzero(s.prompt_len == P).flatten())
+        R = int((group.length - P).max())
+        for i in range(0, len(group), batch_size):
+            b = group.select(slice(i, i + batch_size))
+            truth, truth_ids = b.tokens[:, P:P + R], b.position_ids[:, P:P + R]
+            mask = b.response_mask[:, P:P + R]
+            tokens, ids = generate(model, b.tokens[:, :P].to(device), b.position_ids[:, :P].to(device), R,
+                                   oracle_ids=truth_ids.to(device))
+            ok_tokens = ((tokens.cpu() == truth) | ~mask).all(dim=1)
+            ok_ids = ((ids.cpu() == truth_ids) | ~mask).all(dim=1) if ids is not None else torch.ones_like(ok_tokens)
+            counts["tokens"] += int(ok_tokens.sum())
+            counts["ids"] += int(ok_ids.sum())
+            counts["both"] += int((ok_tokens & ok_ids).sum())
     return counts
 
 
@@ -129,7 +131,7 @@ def run_evaluation(model_path, eval_set_path, out_csv, batch_size: int, device: 
         s = Samples(**cell)
         c, n = cell_scores(model, s, batch_size, dev), len(s)
         rows.append({"task": data["task"], "scheme": scheme, "seed": prov["seed"], "size": size,
-                     "prompt_tokens": int(s.prompt_len[0]), "n": n, "correct": c["both"], "accuracy": c["both"] / n,
+                     "prompt_tokens": round(float(s.prompt_len.float().mean()), 1), "n": n, "correct": c["both"], "accuracy": c["both"] / n,
                      "token_accuracy": c["tokens"] / n,
                      "position_accuracy": c["ids"] / n if scheme == "ppc" else float("nan")})
         log.info("%s %s size %d: accuracy %.3f", data["task"], scheme, size, c["both"] / n)
@@ -160,15 +162,25 @@ def make_table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
     return table
 
 
+SCHEME_STYLES = {"nope": {"color": "tab:gray"}, "rope": {"color": "tab:orange"},
+                 "coupled": {"color": "tab:blue"}, "ppc": {"color": "tab:green"}}
+IDS_ONLY = " (position ids only)"
+
+
 def make_figure(table_csv, train_max_sizes: dict, out_png, out_pdf) -> None:
-    """One panel per task, one curve per scheme (and the ppc position-id accuracy, dashed grey
-    line = longest training size)."""
+    """One panel per task, one curve per scheme (and the ppc position-id accuracy, dashed);
+    dashed grey line = longest training size."""
+    from sparselen.plotting import plot_panels, save_figure  # matplotlib only where a figure is drawn
+
     table = pd.read_csv(table_csv)
-    table["curve"] = table["scheme"].where(table["metric"] == "exact_match", table["scheme"] + " (position ids only)")
+    table["curve"] = table["scheme"].where(table["metric"] == "exact_match", table["scheme"] + IDS_ONLY)
+    styles = {}
+    for scheme, style in SCHEME_STYLES.items():
+        styles |= {scheme: style, scheme + IDS_ONLY: {**style, "ls": "--"}}
     seeds = int(table["n_seeds"].max())
-    fig = plot_panels(table, "task", "curve", x="size", xlabel="input size (symbols / program lines / digits)",
-                      ylabel="exact-match accuracy", vlines={t: train_max_sizes[t] for t in table["task"].unique()
-                                                              if t in train_max_sizes},
+    fig = plot_panels(table, "task", "curve", x="size", xlabel="input size", ylabel="exact-match accuracy",
+                      styles=styles, xlabels={t: TASKS[t].SIZE for t in TASKS},
+                      vlines={t: train_max_sizes[t] for t in table["task"].unique() if t in train_max_sizes},
                       title=f"Position coupling and PPC: accuracy vs input size (mean, 95% interval over "
                             f"{seeds} seeds; dashed: longest training size)")
     save_figure(fig, out_png, out_pdf, provenance(None, None, table=str(table_csv)))
@@ -197,7 +209,10 @@ def config_errors(config: dict) -> list[str]:
         if task == "variable_assignment" and largest > t.get("num_variables", 32):
             out.append(f"ppc.variable_assignment.num_variables = {t.get('num_variables', 32)}: programs of "
                        f"{largest} lines need at least {largest} distinct variables")
-        top = max_coupled_id(task, largest)
+        if task == "variable_assignment" and "value_digits" in t and t["value_digits"][0] > t["value_digits"][1]:
+            out.append(f"ppc.variable_assignment.value_digits = {t['value_digits']}: the first (fewest digits) "
+                       f"exceeds the second")
+        top = max_coupled_id(task, largest, t)
         if top > p["max_position_id"]:
             out.append(f"ppc.max_position_id = {p['max_position_id']}: ppc.{task} reaches coupled id {top} "
                        f"(size {largest}); raise it to at least {top}")

@@ -106,7 +106,8 @@ def training_batches(seed: int, batch_size: int, length_range, k_max: int, one_l
 def evaluation_set(seed: int, k_values, lengths, n: int) -> dict:
     """The shared evaluation set: for each possible cell (k, 2l), ``n`` samples from a
     generator seeded by (seed, k, 2l) so a cell's samples do not depend on the rest of the
-    grid. Impossible cells (k > l) are left out."""
+    grid. Impossible cells (k > l) are left out. Tokens are stored as uint8 (a vocabulary of
+    six): the grid up to 2l = 500 is 14 MB instead of 110."""
     cells = {}
     for length in lengths:
         for k in k_values:
@@ -115,5 +116,5 @@ def evaluation_set(seed: int, k_values, lengths, n: int) -> dict:
                 continue
             g = generator("parity-eval", seed, k, length)
             s = sample(torch.full((n,), l), torch.full((n,), k), g)
-            cells[(k, length)] = {"tokens": s.tokens, "target": s.target}
+            cells[(k, length)] = {"tokens": s.tokens.to(torch.uint8), "target": s.target}
     return cells

@@ -1,17 +1,21 @@
 """Variable assignment: follow a chain of assignments in a shuffled program (SPEC.md section 4).
 
-Format [ours, a reconstruction]: N program lines ``v = x ;`` (4 tokens each; every line defines
-a distinct variable; x is another variable or a digit constant), then the query ``? q >``. The
-lines form chains ``u_0 = u_1 ; u_1 = u_2 ; .. u_{d-1} = c ;`` (shuffled together with other
-chains); the query asks for the chain of depth d starting at q = u_0, and the response walks
-it from the queried variable to its constant, one variable per step: ``u_0 u_1 .. u_{d-1} c $``.
+Format [ours, a reconstruction]: N program lines (every line defines a distinct variable), then
+the query ``? q >``. A line is ``v = w ;`` (w another variable) or ``v = d_1 .. d_m ;`` (a
+constant of m digits, m uniform in ``value_digits``; SPEC.md's ``a=7;`` is m = 1). The lines
+form chains ``u_0 = u_1 ; u_1 = u_2 ; .. u_{d-1} = c ;`` (shuffled together with other chains);
+the query asks for the chain of depth d starting at q = u_0, and the response walks it from the
+queried variable to its constant, one variable per step, then copies the constant's digits:
+``u_0 u_1 .. u_{d-1} d_1 .. d_m $``.
 
 Coupled ids: the prompt is numbered 0, 1, 2, ... in order. Response token u_j gets the id of
-the program line that defines it (its left-hand side token), the constant c the id of the
-right-hand side it is read from, ``$`` the id of the ``;`` after it. So with the ids known,
-each next token is read from the line its own id points to (a local lookup), and the next id
-is that of the line defining the token just read: it depends on the input, so plain coupling
-needs the ids from an oracle and PPC must predict them.
+the program line that defines it (its left-hand side token), each digit of c the id of that
+digit in the program, ``$`` the id of the ``;`` after it. So with the ids known, each next token
+is read at a fixed offset from its own id (a local lookup); the next id is the previous one
+plus 1 inside the constant, but at a variable step it is that of the line defining the token
+just read: it depends on the input, so plain coupling needs the ids from an oracle and PPC must
+predict them. Without ids, copying a constant of several digits needs the position of its line,
+which can be anywhere in the program: a non-local dependency.
 """
 
 from __future__ import annotations
@@ -25,17 +29,25 @@ VOCAB = ("<pad>", "=", ";", "?", ">", "$") + tuple("0123456789") + tuple(f"v{i}"
 EQ, SEMI, QUERY, SEP, EOS = 1, 2, 3, 4, 5
 ZERO = 6
 FIRST_VAR = 16
-LINE = 4  # tokens per program line
 SIZE = "program lines N"
 
 
-def sample(sizes: torch.Tensor, g: torch.Generator, num_variables: int = 32, max_depth: int = 3) -> Samples:
+def max_prompt_len(lines: int, value_digits=(1, 1)) -> int:
+    """Longest prompt of a program with this many lines (every line a longest constant)."""
+    return lines * (3 + value_digits[1]) + 3
+
+
+def sample(sizes: torch.Tensor, g: torch.Generator, num_variables: int = 32, max_depth: int = 3,
+           value_digits=(1, 1)) -> Samples:
     """One program per row with ``sizes[i]`` lines; query depth uniform in 1..min(max_depth, N)."""
     if not 1 <= num_variables <= MAX_VARIABLES:
         raise ValueError(f"variable_assignment.num_variables = {num_variables}: must be in 1..{MAX_VARIABLES}")
     if int(sizes.max()) > num_variables:
         raise ValueError(f"variable_assignment: {int(sizes.max())} lines need as many variables, "
                          f"but num_variables = {num_variables}")
+    lo, hi = value_digits
+    if not 1 <= lo <= hi:
+        raise ValueError(f"variable_assignment.value_digits = {list(value_digits)}: need 1 <= first <= second")
     n, L = len(sizes), int(sizes.max())
     rows, j = torch.arange(n), torch.arange(L)[None, :]
     u = torch.rand(n, num_variables, generator=g).argsort(dim=1)[:, :L]  # line j defines u_j
@@ -46,31 +58,43 @@ def sample(sizes: torch.Tensor, g: torch.Generator, num_variables: int = 32, max
     ends[rows, depth - 1] = True
     ends[rows, sizes - 1] = True
     next_var = torch.cat((u[:, 1:], u[:, :1]), dim=1)
-    const = torch.randint(0, 10, (n, L), generator=g)
-    lhs = u + FIRST_VAR
-    rhs = torch.where(ends, const + ZERO, next_var + FIRST_VAR)
+    digits = torch.randint(0, 10, (n, L, hi), generator=g) + ZERO
+    m = torch.randint(lo, hi + 1, (n, L), generator=g)  # digits of line j's constant (if it has one)
+    rhs_len = torch.where(ends, m, 1)
+
+    # each line as a row of width 3 + hi: lhs, =, right-hand side, ;, padding
+    W = 3 + hi
+    c = torch.arange(W)[None, None, :]
+    rhs = torch.where(ends[..., None], digits, (next_var + FIRST_VAR)[..., None])
+    rhs = torch.cat((rhs, torch.full((n, L, 3), PAD)), dim=2).gather(2, (c - 2).clamp(0, W - 1).expand(n, L, W))
+    grid = torch.where(c == 0, (u + FIRST_VAR)[..., None], torch.where(c == 1, EQ, torch.where(
+        c == 2 + rhs_len[..., None], SEMI, rhs)))
+    used = (j < sizes[:, None])[..., None]
+    valid = (c <= 2 + rhs_len[..., None]) & used
 
     # shuffle the lines: slot s holds line order[:, s]; unused lines (j >= N) go last
-    score = torch.rand(n, L, generator=g).masked_fill(j >= sizes[:, None], 2.0)
-    order = score.argsort(dim=1)
+    order = torch.rand(n, L, generator=g).masked_fill(j >= sizes[:, None], 2.0).argsort(dim=1)
     slot = order.argsort(dim=1)
-    lines = torch.stack((lhs.gather(1, order), torch.full((n, L), EQ), rhs.gather(1, order),
-                         torch.full((n, L), SEMI)), dim=2).reshape(n, LINE * L)
-    lines[torch.arange(LINE * L)[None, :] >= LINE * sizes[:, None]] = PAD
-    prompt = torch.cat((lines, torch.full((n, 3), PAD)), dim=1)
-    q = LINE * sizes
-    prompt[rows, q], prompt[rows, q + 1], prompt[rows, q + 2] = QUERY, u[:, 0] + FIRST_VAR, SEP
-    prompt_ids = torch.arange(LINE * L + 3).expand(n, -1)
+    slot_len = (3 + rhs_len).gather(1, order).masked_fill(j >= sizes[:, None], 0)
+    start = (slot_len.cumsum(dim=1) - slot_len).gather(1, slot)  # first token of line j
+    body = slot_len.sum(dim=1)
+    T = int(body.max()) + 3
+    prompt = torch.full((n, T), PAD)
+    at = (start[..., None] + c).clamp(max=T - 1)
+    prompt[rows[:, None, None].expand(n, L, W)[valid], at[valid]] = grid[valid]
+    prompt[rows, body], prompt[rows, body + 1], prompt[rows, body + 2] = QUERY, u[:, 0] + FIRST_VAR, SEP
+    prompt_ids = torch.arange(T).expand(n, -1)
 
-    # response step j < d: u_j at the id of its defining line's left-hand side; then the
-    # constant at the id of its right-hand side, and "$" at the id of the ";" after it
-    step = torch.arange(int(depth.max()) + 2)[None, :]
-    line = step.clamp(max=L - 1).expand(n, -1)
+    # response step k < d: u_k at the id of its defining line; then the constant of line d-1
+    # digit by digit at the ids of its digits, and "$" at the id of the ";" after it
     last = (depth - 1)[:, None]
-    last_id = LINE * slot.gather(1, last)
-    response = torch.where(step < depth[:, None], lhs.gather(1, line),
-               torch.where(step == depth[:, None], rhs.gather(1, last),
-               torch.where(step == depth[:, None] + 1, EOS, PAD)))
-    response_ids = torch.where(step < depth[:, None], LINE * slot.gather(1, line),
-                               last_id + 2 + (step > depth[:, None]).long())
-    return assemble(prompt, prompt_ids, q + 3, response, response_ids, depth + 2)
+    m_last = m.gather(1, last)
+    k = torch.arange(int(depth.max()) + hi + 1)[None, :]
+    i = (k - depth[:, None]).clamp(min=0)  # digit index once past the variables
+    line = k.clamp(max=L - 1).expand(n, -1)
+    const = digits.gather(1, last[..., None].expand(n, 1, hi))[:, 0]
+    response = torch.where(k < depth[:, None], (u + FIRST_VAR).gather(1, line),
+               torch.where(i < m_last, const.gather(1, i.clamp(max=hi - 1)),
+               torch.where(i == m_last, EOS, PAD)))
+    response_ids = torch.where(k < depth[:, None], start.gather(1, line), start.gather(1, last) + 2 + i)
+    return assemble(prompt, prompt_ids, body + 3, response, response_ids, depth + m_last[:, 0] + 1)
