@@ -2,7 +2,10 @@
 
 Both models get the same architecture, the same weights, the same batches and the same AdamW
 step; rounds alternate between the two (and which goes first) so that machine load and order
-effects hit both alike, and the median round is reported. Prints tokens/s for each and the ratio (ours / transformers).
+effects hit both alike. Prints each model's median tokens/s and the median of the per-round
+ratios (ours / transformers, each round's pair measured back to back) with their range. On
+CPU a round is timed in process CPU time, which another job on the other core does not
+inflate (torch runs on ``--threads`` threads of this process).
 
     .venv/bin/python benchmarks/throughput.py            # the CPU default configs
     .venv/bin/python benchmarks/throughput.py --device cuda --threads 0
@@ -55,17 +58,18 @@ def step_fn(model, hf: bool, device):
 
 
 def measure(step, x, y, steps: int, device) -> float:
+    clock = time.perf_counter if device.type == "cuda" else time.process_time
     if device.type == "cuda":
         torch.cuda.synchronize()
-    t0 = time.perf_counter()
+    t0 = clock()
     for _ in range(steps):
         step(x, y)
     if device.type == "cuda":
         torch.cuda.synchronize()
-    return steps * x.numel() / (time.perf_counter() - t0)
+    return steps * x.numel() / (clock() - t0)
 
 
-def run(name: str, device, rounds: int, steps: int) -> tuple[float, float]:
+def run(name: str, device, rounds: int, steps: int) -> tuple[list[float], list[float]]:
     from transformers import GPTNeoXForCausalLM
 
     kwargs, batch, seq = SHAPES[name]
@@ -89,7 +93,7 @@ def run(name: str, device, rounds: int, steps: int) -> tuple[float, float]:
         else:
             a.append(measure(steps_ours, x, y, steps, device))
             b.append(measure(steps_theirs, x, y, steps, device))
-    return statistics.median(a), statistics.median(b)
+    return a, b
 
 
 def main() -> None:
@@ -103,11 +107,13 @@ def main() -> None:
     configure_cpu(args.threads)
     device = resolve_device(args.device)
     print(f"device={device} threads={torch.get_num_threads()} torch={torch.__version__} "
-          f"rounds={args.rounds} steps/round={args.steps} (median round)")
-    print(f"{'shape':<16}{'sparselen tok/s':>18}{'transformers tok/s':>20}{'ratio':>8}")
+          f"rounds={args.rounds} steps/round={args.steps} (medians over rounds)")
+    print(f"{'shape':<16}{'sparselen tok/s':>18}{'transformers tok/s':>20}{'ratio':>8}  ratio range")
     for name in args.shapes:
         ours, theirs = run(name, device, args.rounds, args.steps)
-        print(f"{name:<16}{ours:>18,.0f}{theirs:>20,.0f}{ours / theirs:>8.2f}")
+        ratios = [a / b for a, b in zip(ours, theirs)]
+        print(f"{name:<16}{statistics.median(ours):>18,.0f}{statistics.median(theirs):>20,.0f}"
+              f"{statistics.median(ratios):>8.3f}  {min(ratios):.3f}-{max(ratios):.3f}")
 
 
 if __name__ == "__main__":

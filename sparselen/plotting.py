@@ -27,8 +27,9 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
 
     Curves are ordered values (k_test) drawn in a sequential colormap, unless ``styles`` maps
     each curve to its own line style (e.g. ``{"color": "tab:green", "ls": "--"}``) for
-    categories, listed in the order ``styles`` gives. ``vlines`` maps a panel value to an x position to mark (e.g. the longest
-    training length); ``xlabels`` a panel value to its own x-axis label.
+    categories, listed in the order ``styles`` gives. ``vlines`` maps a panel value to an x
+    position to mark (e.g. the longest training length); ``xlabels`` a panel value to its own
+    x-axis label.
     """
     panels = sorted(summary[panel].unique(), key=_sort_key)
     curves = sorted(summary[curve].unique(), key=_sort_key)

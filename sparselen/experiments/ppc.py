@@ -131,7 +131,8 @@ def run_evaluation(model_path, eval_set_path, out_csv, batch_size: int, device: 
         s = Samples(**cell)
         c, n = cell_scores(model, s, batch_size, dev), len(s)
         rows.append({"task": data["task"], "scheme": scheme, "seed": prov["seed"], "size": size,
-                     "prompt_tokens": round(float(s.prompt_len.float().mean()), 1), "n": n, "correct": c["both"], "accuracy": c["both"] / n,
+                     "prompt_tokens": round(float(s.prompt_len.float().mean()), 1),  # the mean, if lengths vary
+                     "n": n, "correct": c["both"], "accuracy": c["both"] / n,
                      "token_accuracy": c["tokens"] / n,
                      "position_accuracy": c["ids"] / n if scheme == "ppc" else float("nan")})
         log.info("%s %s size %d: accuracy %.3f", data["task"], scheme, size, c["both"] / n)

@@ -107,7 +107,7 @@ def evaluation_set(seed: int, k_values, lengths, n: int) -> dict:
     """The shared evaluation set: for each possible cell (k, 2l), ``n`` samples from a
     generator seeded by (seed, k, 2l) so a cell's samples do not depend on the rest of the
     grid. Impossible cells (k > l) are left out. Tokens are stored as uint8 (a vocabulary of
-    six): the grid up to 2l = 500 is 14 MB instead of 110."""
+    six): the default grid up to 2l = 500 takes 5 MB instead of 37."""
     cells = {}
     for length in lengths:
         for k in k_values:
