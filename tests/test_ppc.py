@@ -165,7 +165,6 @@ def test_cli_steps_end_to_end(tmp_path):
     assert (tmp_path / "f.png").stat().st_size > 0 and (tmp_path / "f.pdf").stat().st_size > 0
 
 
-
 @pytest.mark.parametrize("scheme", ["rope", "coupled", "ppc"])
 def test_cell_scores_of_prompts_of_several_lengths(scheme):
     """Constants of 1-3 digits make prompts of one size differ in length: the cell is generated
