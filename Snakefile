@@ -1,28 +1,34 @@
 # sparselen: "The Role of Sparsity for Length Generalization in Transformers" (ICML 2025),
 # reproduced. `snakemake --cores all` builds every figure and table; see README.md.
-import os
-
 from snakemake.utils import min_version
+
+import sparselen.config
 
 min_version("9.0")
 
 
-configfile: os.path.join(workflow.basedir, "config.yaml")
+# A config file is complete: config.yaml is the configuration when no --configfile is
+# given, and is not merged under one that is (files listed after the first are overlays).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/parity.smk"
-include: "workflow/rules/language.smk"
-include: "workflow/rules/ppc.smk"
-include: "workflow/rules/theory.smk"
+
+
+# A slice runs when the config has its section.
+for name in sparselen.config.SLICES:
+    if name in config:
+
+        include: f"workflow/rules/{name}.smk"
+
+
 include: "workflow/rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
-        rules.fig_parity.input,
-        rules.fig_language.input,
-        rules.fig_ppc.input,
-        rules.fig_theory.input,
+        [getattr(rules, f"fig_{name}").input for name in REPORT_SLICES],
         rules.report.input,

@@ -74,7 +74,7 @@ def run(name: str, device, rounds: int, steps: int) -> tuple[list[float], list[f
 
     kwargs, batch, seq = SHAPES[name]
     kwargs = {"vocab_size": 8, **kwargs}
-    cfg = ModelConfig(**kwargs, position="rope")
+    cfg = ModelConfig(**kwargs, scheme="rope")
     torch.manual_seed(0)
     ours = GPTNeoX(cfg).to(device).train()
     theirs = GPTNeoXForCausalLM(hf_config(cfg)).to(device).train()  # its default (SDPA) attention

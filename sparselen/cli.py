@@ -1,35 +1,37 @@
-"""``sparselen``: the command-line entry every workflow rule calls (one subcommand per step)."""
+"""``sparselen``: commands a user runs by hand (the workflow's steps run through
+``sparselen.jobs``, not through this CLI)."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 
-# Each experiment module contributes ``add_commands(subparsers)`` for these commands.
-COMMANDS = {"parity": "sparselen.experiments.parity", "language": "sparselen.experiments.language",
-            "ppc": "sparselen.experiments.ppc", "theory": "sparselen.experiments.theory",
-            "report": "sparselen.experiments.report", "estimate": "sparselen.experiments.report"}
+
+def estimate(args) -> None:
+    from sparselen.config import load
+    from sparselen.report import ledger
+
+    est = ledger.estimate(load(args.configfile), ledger.throughput(args.results))
+    print(est.to_markdown(index=False, floatfmt=".3g"))
+    print(f"\ntotal training: {est['train_hours'].sum():.3g} h one job at a time (measured throughput from "
+          f"{args.results}; training only, no evaluation; slices without a sizing rule are not listed)")
 
 
-def build_parser(argv=None) -> argparse.ArgumentParser:
-    """The parser of every command, or, when ``argv`` names one, of that command's module only:
-    a job then imports what it runs and not, say, the plotting and statistics of the others
-    (a second of CPU per job, ~100 jobs per pipeline run)."""
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sparselen", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="experiment", required=True)
-    named = [a for a in (argv or []) if not a.startswith("-")][:1]
-    modules = [COMMANDS[named[0]]] if named and named[0] in COMMANDS else COMMANDS.values()
-    for name in dict.fromkeys(modules):
-        importlib.import_module(name).add_commands(sub)
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("estimate", help="estimate a config's training time before launching it")
+    s.add_argument("--configfile", nargs="+", required=True,
+                   help="config files as given to snakemake --configfile (the first complete, the rest overlays)")
+    s.add_argument("--results", default="results", help="where measured train_log.csv files are")
+    s.set_defaults(func=estimate)
     return parser
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv).parse_args(argv)
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args.func(args)

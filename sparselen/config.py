@@ -1,10 +1,11 @@
-"""Configuration checks that run before any job: readable schema errors and cross-key rules.
+"""The configuration: loading, schema errors that name the key, and cross-key checks.
 
-Snakemake's ``validate`` enforces the schema (and fills defaults); when it fails, the
-workflow re-raises with ``schema_errors``' messages, which name the key path and the bad
-value (``parity.train.steps = -5: ...``). ``semantic_errors`` adds the rules one schema
-cannot express (ranges in order, PoSE covering the evaluated lengths, ...); each experiment
-module owns the checks of its config section.
+One validated tree (``workflow/schemas/config.schema.yaml``) holds every default; Snakemake's
+``validate`` fills them in before any rule reads the config. A config file is complete: the
+workflow loads ``config.yaml`` only when no ``--configfile`` is given, and further files
+listed after the first are overlays merged over it key by key (``load`` does the same for
+commands run outside Snakemake). ``semantic_errors`` adds the rules one schema cannot express;
+each slice owns the checks of its section (``sparselen/<slice>/checks.py``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,17 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+SLICES = ("parity", "ppc", "language", "theory")
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = ROOT / "workflow" / "schemas" / "config.schema.yaml"
+DEFAULT_CONFIG = ROOT / "config.yaml"
+
 
 def key_path(path) -> str:
     return ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in path).replace(".[", "[") or "<root>"
 
 
-def schema_errors(config: dict, schema_path) -> list[str]:
+def schema_errors(config: dict, schema_path=SCHEMA) -> list[str]:
     """Every schema violation as ``key.path = value: reason``."""
     schema = yaml.safe_load(Path(schema_path).read_text())
     validator = jsonschema.Draft202012Validator(schema)
@@ -35,15 +41,11 @@ def schema_errors(config: dict, schema_path) -> list[str]:
 
 
 def semantic_errors(config: dict) -> list[str]:
-    """Cross-key checks: each experiment module's ``config_errors(config)``, for the sections
-    present in the config."""
-    from sparselen.cli import COMMANDS
-
+    """Cross-key checks of every slice section present in ``config``."""
     out = []
-    for name in dict.fromkeys(COMMANDS.values()):
-        module = importlib.import_module(name)
-        if hasattr(module, "config_errors"):
-            out.extend(module.config_errors(config))
+    for name in SLICES:
+        if name in config:
+            out.extend(importlib.import_module(f"sparselen.{name}.checks").config_errors(config[name]))
     return out
 
 
@@ -52,3 +54,35 @@ def check(config: dict, source: str) -> None:
     errors = semantic_errors(config)
     if errors:
         raise ValueError(f"invalid configuration (from {source}):\n  " + "\n  ".join(errors))
+
+
+def model_errors(where: str, model: dict) -> list[str]:
+    """A model section's own consistency, by building its ``ModelConfig`` (the one place
+    those rules live); ``where`` names the section in the message."""
+    from sparselen.model import ModelConfig
+
+    try:
+        ModelConfig(vocab_size=2, **model)
+    except (TypeError, ValueError) as e:
+        return [f"{where}: {e}"]
+    return []
+
+
+def merge(base: dict, overlay: dict) -> dict:
+    """``overlay`` merged over ``base`` key by key (what Snakemake does with several configfiles)."""
+    out = dict(base)
+    for k, v in overlay.items():
+        out[k] = merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load(files=()) -> dict:
+    """The config a workflow run with ``--configfile files...`` sees (``config.yaml`` when
+    none), validated with defaults filled in."""
+    from snakemake.utils import validate
+
+    config: dict = {}
+    for f in list(files) or [DEFAULT_CONFIG]:
+        config = merge(config, yaml.safe_load(Path(f).read_text()) or {})
+    validate(config, str(SCHEMA))
+    return config

@@ -5,7 +5,7 @@ MLP residual, LayerNorm, exact GELU, rotary embeddings on the first ``rotary_pct
 head, non-interleaved ``rotate_half`` layout), and its parameter names match that class (transformers 5 naming: ``lm_head``), so
 ``state_dict()`` loads into it unchanged (``tests/test_model.py`` checks the logits).
 
-Position schemes (SPEC.md section 2, a reconstruction):
+Position schemes (``scheme``; docs/reconstruction.md, "Model"):
 - ``nope``: no position signal at all (causal mask only);
 - ``rope``: rotary embeddings on positions 0..T-1 (or given ids);
 - ``pose``: ``rope`` whose *training* ids are PoSE-shifted (see ``sparselen.positions``);
@@ -36,7 +36,7 @@ class ModelConfig:
     rotary_pct: float = 1.0
     rotary_base: float = 10000.0
     layer_norm_eps: float = 1e-5
-    position: str = "rope"
+    scheme: str = "rope"
     max_position_id: int = 0  # size of the PPC position-id head's output (ppc only)
     # coupled/ppc only: a learned embedding of the position id, readable but never matchable.
     # A PPC head cannot name an absolute id from shift-invariant RoPE alone, but ids fed to
@@ -46,14 +46,14 @@ class ModelConfig:
     id_embedding: bool = False
 
     def __post_init__(self):
-        if self.position not in POSITION_SCHEMES:
-            raise ValueError(f"model.position={self.position!r}; expected one of {POSITION_SCHEMES}")
+        if self.scheme not in POSITION_SCHEMES:
+            raise ValueError(f"scheme = {self.scheme!r}: expected one of {POSITION_SCHEMES}")
         if self.d_model % self.n_head:
-            raise ValueError(f"model.d_model={self.d_model} is not divisible by model.n_head={self.n_head}")
-        if self.position == "ppc" and self.max_position_id < 1:
-            raise ValueError("model.max_position_id must be >= 1 for the ppc scheme")
-        if self.id_embedding and (self.position not in ("coupled", "ppc") or self.max_position_id < 1):
-            raise ValueError("model.id_embedding needs position coupled or ppc and max_position_id >= 1")
+            raise ValueError(f"d_model = {self.d_model} is not divisible by n_head = {self.n_head}")
+        if self.scheme == "ppc" and self.max_position_id < 1:
+            raise ValueError("max_position_id must be >= 1 for the ppc scheme")
+        if self.id_embedding and (self.scheme not in ("coupled", "ppc") or self.max_position_id < 1):
+            raise ValueError("id_embedding needs scheme coupled or ppc and max_position_id >= 1")
 
     @property
     def head_size(self) -> int:
@@ -61,7 +61,7 @@ class ModelConfig:
 
     @property
     def rotary_ndims(self) -> int:
-        return 0 if self.position == "nope" else int(self.head_size * self.rotary_pct)
+        return 0 if self.scheme == "nope" else int(self.head_size * self.rotary_pct)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -97,15 +97,21 @@ class Attention(nn.Module):
         self.query_key_value = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.dense = nn.Linear(cfg.d_model, cfg.d_model)
 
-    def forward(self, x, rope, cache=None, id_values=None):
+    def qkv(self, x, rope):
+        """Rotated queries and keys, and values, each (B, H, T, head_size); also used by the
+        language analysis to read attention weights, which the fused SDPA never materialises."""
         B, T, _ = x.shape
         # GPT-NeoX packs q, k, v per head: (B, T, H, 3 * head_size).
-        qkv = self.query_key_value(x).view(B, T, self.n_head, 3 * self.head_size).transpose(1, 2)
-        q, k, v = qkv.chunk(3, dim=-1)
-        if id_values is not None:  # (B, T, d_model): per-token id embedding, split across heads
-            v = v + id_values.view(B, T, self.n_head, self.head_size).transpose(1, 2)
+        q, k, v = self.query_key_value(x).view(B, T, self.n_head, 3 * self.head_size).transpose(1, 2).chunk(3, dim=-1)
         if rope is not None:
             q, k = _rotate(q, *rope), _rotate(k, *rope)
+        return q, k, v
+
+    def forward(self, x, rope, cache=None, id_values=None):
+        B, T, _ = x.shape
+        q, k, v = self.qkv(x, rope)
+        if id_values is not None:  # (B, T, d_model): per-token id embedding, split across heads
+            v = v + id_values.view(B, T, self.n_head, self.head_size).transpose(1, 2)
         causal = True
         if cache is not None:  # [k, v] of earlier steps, extended in place
             if cache[0] is not None:
@@ -162,7 +168,7 @@ class GPTNeoX(nn.Module):
         self.gpt_neox = Backbone(cfg)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.rotary = Rotary(cfg.rotary_ndims, cfg.rotary_base) if cfg.rotary_ndims else None
-        self.position_head = nn.Linear(cfg.d_model, cfg.max_position_id + 1) if cfg.position == "ppc" else None
+        self.position_head = nn.Linear(cfg.d_model, cfg.max_position_id + 1) if cfg.scheme == "ppc" else None
         self.apply(self._init_weights)
 
     @staticmethod
@@ -230,7 +236,7 @@ def hf_config(cfg: ModelConfig):
         num_attention_heads=cfg.n_head,
         intermediate_size=cfg.d_ff,
         hidden_act="gelu",
-        rotary_pct=cfg.rotary_pct if cfg.position != "nope" else 0.0,
+        rotary_pct=cfg.rotary_pct if cfg.scheme != "nope" else 0.0,
         rotary_emb_base=cfg.rotary_base,
         layer_norm_eps=cfg.layer_norm_eps,
         use_parallel_residual=True,

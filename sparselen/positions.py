@@ -1,4 +1,4 @@
-"""Position ids for training: PoSE (Zhu et al. 2024) as SPEC.md section 2 reconstructs it.
+"""Position ids for training: PoSE (Zhu et al. 2024) as docs/reconstruction.md, "Model" reconstructs it.
 
 A training sequence of length T is cut into ``chunks`` contiguous pieces at random points;
 the first piece keeps ids 0..; each later piece is shifted by a random skip, the skips

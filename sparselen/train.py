@@ -52,7 +52,31 @@ class TrainConfig:
     pose_chunks: int = 2
     pose_target_length: int = 0
     position_loss_weight: float = 1.0
-    compile: bool = False
+
+    @classmethod
+    def from_section(cls, train: dict, seed: int, pose: dict | None = None, **overrides) -> "TrainConfig":
+        """From a slice's validated ``train`` section (steps, batch_size, checkpoint_every,
+        log_every, optimizer) and its ``pose`` section; keys the trainer does not know (task
+        settings such as ``lengths``) are ignored."""
+        known = {k: train[k] for k in ("steps", "batch_size", "checkpoint_every", "log_every") if k in train}
+        pose = {f"pose_{k}": v for k, v in (pose or {}).items() if k in ("chunks", "target_length")}
+        return cls(seed=seed, optim=OptimConfig(**train["optimizer"]), **{**known, **pose, **overrides})
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """What one training run writes, and its resume file (kept until the run is done)."""
+
+    model: Path
+    log_csv: Path
+    summary: Path
+    checkpoint: Path
+
+    @classmethod
+    def of(cls, job) -> "RunFiles":
+        """The files a ``*_train`` rule names: outputs model, log_csv, summary; param checkpoint."""
+        o = job.output
+        return cls(Path(o.model), Path(o.log_csv), Path(o.summary), Path(job.params.checkpoint))
 
 
 def lr_lambda(cfg: OptimConfig, total_steps: int) -> Callable[[int], float]:
@@ -91,9 +115,9 @@ def loss_fn(model: GPTNeoX, batch: Batch, position_loss_weight: float = 1.0):
 
 def apply_position_scheme(batch: Batch, model_cfg: ModelConfig, cfg: TrainConfig, step: int) -> Batch:
     """PoSE-shift training ids for the ``pose`` scheme; drop ids the scheme must not see."""
-    if model_cfg.position in ("nope", "rope"):
+    if model_cfg.scheme in ("nope", "rope"):
         batch.position_ids = None
-    elif model_cfg.position == "pose":
+    elif model_cfg.scheme == "pose":
         B, T = batch.input_ids.shape
         base = batch.position_ids if batch.position_ids is not None else torch.arange(T).expand(B, T)
         batch.position_ids = pose_position_ids(base, cfg.pose_chunks, cfg.pose_target_length,
@@ -105,28 +129,28 @@ def train(
     model_cfg: ModelConfig,
     cfg: TrainConfig,
     batch_fn: Callable[[int], Batch],
-    out_model: str | Path,
-    checkpoint: str | Path,
+    files: RunFiles,
+    identity: dict,
     device: torch.device,
-    run_config: dict,
-    out_log: str | Path | None = None,
-    out_summary: str | Path | None = None,
-    summary_fields: dict | None = None,
+    labels: dict | None = None,
+    compile: bool = False,
 ) -> dict:
-    """Train to ``cfg.steps``, resuming from ``checkpoint`` if it belongs to this config.
+    """Train to ``cfg.steps``, resuming from ``files.checkpoint`` if it belongs to this run.
 
-    Writes ``out_model`` (weights, model config, provenance, step log), ``out_log`` and
-    ``out_summary`` (``summary_fields`` plus the returned summary) atomically at the end, all
-    before the checkpoint is removed: a kill in between can always resume. ``run_config`` is the config subtree that defines the run;
-    its hash guards resume against a checkpoint of a different configuration.
+    ``identity`` is everything that defines the run's numbers (the rule's config subtree and
+    wildcards); its hash guards resume against a checkpoint of another configuration.
+    Runtime knobs (device, ``compile``, threads) are not part of it: switching them keeps the
+    checkpoint. Writes the model file (weights, model config, provenance, step log), the log
+    CSV and the summary (``labels`` plus the returned summary) atomically at the end, all
+    before the checkpoint is removed, so a kill at any point can resume.
     """
-    chash = config_hash(run_config)
+    chash = config_hash(identity)
+    checkpoint = files.checkpoint
     torch.manual_seed(cfg.seed)
     model = GPTNeoX(model_cfg).to(device)
     opt = make_optimizer(model, cfg.optim)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.optim, cfg.steps))
     step, rows = 0, []
-    checkpoint = Path(checkpoint)
     if checkpoint.exists():
         state = torch.load(checkpoint, map_location=device, weights_only=False)
         if state.get("config_hash") == chash:
@@ -138,7 +162,7 @@ def train(
         else:
             log.warning("ignoring checkpoint %s: it belongs to config %s, not %s",
                         checkpoint, state.get("config_hash"), chash)
-    fwd = torch.compile(model) if cfg.compile else model
+    fwd = torch.compile(model) if compile else model
 
     def save_checkpoint():
         io.torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
@@ -147,7 +171,7 @@ def train(
     model.train()
     t_last, tokens_since = time.perf_counter(), 0
     t_start = time.perf_counter()
-    bar = tqdm(total=cfg.steps, initial=step, desc=f"train {model_cfg.position} seed {cfg.seed}",
+    bar = tqdm(total=cfg.steps, initial=step, desc=f"train {model_cfg.scheme} seed {cfg.seed}",
                file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True)
     while step < cfg.steps:
         batch = apply_position_scheme(batch_fn(step), model_cfg, cfg, step).to(device)
@@ -175,17 +199,15 @@ def train(
             save_checkpoint()
     bar.close()
     wall = time.perf_counter() - t_start
-    prov = provenance(run_config, cfg.seed, device, steps=cfg.steps, run=run_config)
+    prov = provenance(identity, cfg.seed, device, steps=cfg.steps, run=identity)
     io.torch_save({"model": model.state_dict(), "model_config": model_cfg.to_dict(), "provenance": prov, "log": rows},
-                  out_model)
-    if out_log is not None:
-        import pandas as pd
+                  files.model)
+    import pandas as pd
 
-        io.write_csv(pd.DataFrame(rows), out_log)
-    summary = {**(summary_fields or {}), "final_loss": rows[-1]["loss"] if rows else None,
+    io.write_csv(pd.DataFrame(rows), files.log_csv)
+    summary = {**(labels or {}), "final_loss": rows[-1]["loss"] if rows else None,
                "wall_seconds_this_run": wall, "parameters": model.num_parameters(), **prov}
-    if out_summary is not None:
-        io.write_json(out_summary, summary)
+    io.write_json(files.summary, summary)
     checkpoint.unlink(missing_ok=True)
     return summary
 

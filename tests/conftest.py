@@ -1,3 +1,4 @@
+import copy
 import os
 import sys
 from pathlib import Path
@@ -21,22 +22,44 @@ def subprocess_env() -> dict:
     return env
 
 
+DEFAULT_CONFIG = ROOT / "config.yaml"
 SMOKE_CONFIG = ROOT / "tests/smoke/config.yaml"
+SMOKE = (DEFAULT_CONFIG, SMOKE_CONFIG)  # the default with the smoke overlay
 
 
-def snakemake(workdir, *args, configfile=SMOKE_CONFIG, timeout=900, check=True):
-    """Run the project's workflow with outputs under ``workdir`` (never the checkout)."""
+def smoke_config() -> dict:
+    """The configuration the smoke runs use, validated (defaults filled in)."""
+    from sparselen.config import load
+
+    return load(SMOKE)
+
+
+def validated(**sections) -> dict:
+    """Config sections as the workflow sees them: validated, every default filled in."""
+    from snakemake.utils import validate
+
+    from sparselen.config import SCHEMA
+
+    config = copy.deepcopy(sections)
+    validate(config, str(SCHEMA))
+    return config
+
+
+def snakemake(workdir, *args, configfile=SMOKE, timeout=900, check=True):
+    """Run the project's workflow with outputs under ``workdir`` (never the checkout);
+    ``configfile``: one complete config or a list (a complete one, then overlays)."""
     import subprocess
 
-    cmd = [PYTHON, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir),
-           "--configfile", str(configfile), *args]
+    files = [configfile] if isinstance(configfile, (str, os.PathLike)) else list(configfile)
+    cmd = [PYTHON, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), *args,
+           "--configfile", *map(str, files)]  # last: --configfile takes every word after it
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=subprocess_env())
     if check and out.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{out.stdout[-4000:]}\n{out.stderr[-4000:]}")
     return out
 
 
-def dry_run_jobs(workdir, *targets, configfile=SMOKE_CONFIG) -> list[tuple[str, dict]]:
+def dry_run_jobs(workdir, *targets, configfile=SMOKE) -> list[tuple[str, dict]]:
     """(rule, wildcards) of every job a dry run would execute."""
     import re
 

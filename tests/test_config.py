@@ -1,72 +1,97 @@
-"""Bad configuration is caught before any job, with the key and the value named."""
+"""Configuration: the shipped configs are valid, one source of defaults, the conda
+environment matches the package, and bad configuration is caught before any job, with the
+key and the value named."""
 
 import copy
+import dataclasses
+import re
+import shutil
 import subprocess
+import tomllib
 
 import pytest
 import yaml
 
-from conftest import PYTHON, ROOT
-from sparselen.config import schema_errors, semantic_errors
+from conftest import PYTHON, ROOT, SMOKE, dry_run_jobs
+from sparselen.config import SCHEMA, load, schema_errors, semantic_errors
+from sparselen.model import ModelConfig
+from sparselen.train import OptimConfig
 
-SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
+CONFIGS = [ROOT / "config.yaml", *sorted((ROOT / "configs").glob("*.yaml"))]
 
 
 def default_config():
     return yaml.safe_load((ROOT / "config.yaml").read_text())
 
 
-@pytest.mark.parametrize("path", [ROOT / "config.yaml", ROOT / "configs/paper.yaml"])
-def test_shipped_configs_are_valid(path):
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_shipped_configs_are_valid_on_their_own(path):
+    """Each shipped config is complete: it is valid without being merged over another."""
     cfg = yaml.safe_load(path.read_text())
-    if path.name == "paper.yaml":  # merged over config.yaml, like --configfile does
-        from snakemake.utils import update_config
-
-        base = default_config()
-        update_config(base, cfg)
-        cfg = base
-    assert schema_errors(cfg, SCHEMA) == []
-    assert semantic_errors(cfg) == []
+    assert schema_errors(cfg) == []
+    assert semantic_errors(load([path])) == []
 
 
-def leaf_paths(tree, prefix=()):
-    for key, value in tree.items():
-        if isinstance(value, dict) and value:
-            yield from leaf_paths(value, prefix + (key,))
-        else:
-            yield prefix + (key,)
+def schema_defaults(name: str) -> dict:
+    props = yaml.safe_load(SCHEMA.read_text())["$defs"][name]["properties"]
+    return {k: v["default"] for k, v in props.items() if "default" in v}
 
 
-def test_paper_config_inherits_only_shared_settings_from_the_cpu_default():
-    """--configfile merges configs/paper.yaml over config.yaml key by key, so a CPU-sized value
-    the paper config does not restate (a task's steps, a model override) would run at paper
-    scale. Only settings meant to be shared may come from config.yaml."""
-    paper = set(leaf_paths(yaml.safe_load((ROOT / "configs/paper.yaml").read_text())))
-    inherited = {".".join(map(str, p)) for p in leaf_paths(default_config())
-                 if not any(p[:i] in paper for i in range(1, len(p) + 1))}
-    assert inherited <= {"threads", "theory.floor", "report.bootstrap", "report.seed", "report.level"}
+@pytest.mark.parametrize("schema_def, cls", [("model", ModelConfig), ("optimizer", OptimConfig)])
+def test_the_schema_and_the_dataclasses_state_the_same_defaults(schema_def, cls):
+    """The schema is the source of defaults; the dataclasses' defaults (for code that builds
+    them directly) must agree with it, and every schema key must be a field."""
+    fields = {f.name: f.default for f in dataclasses.fields(cls)}
+    for key, value in schema_defaults(schema_def).items():
+        assert key in fields, f"{schema_def}.{key} is not a field of {cls.__name__}"
+        assert fields[key] == (tuple(value) if isinstance(value, list) else value), key
+
+
+def requirement_names(reqs) -> dict:
+    """{normalised name: the requirement as written} of PEP 508 strings."""
+    return {re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0].lower().replace("_", "-"): r.replace(" ", "") for r in reqs}
+
+
+def test_the_conda_environment_pins_what_the_package_needs():
+    """envs/sparselen.yaml (the rules' `conda:` environment) installs exactly the package's
+    runtime dependencies at the same pins, except Snakemake and its plugin, which run the
+    workflow and are not needed inside a job."""
+    deps = requirement_names(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"])
+    env = yaml.safe_load((ROOT / "envs/sparselen.yaml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
+    assert requirement_names(pip) == {k: v for k, v in deps.items() if not k.startswith("snakemake")}
+
+
+@pytest.mark.skipif(shutil.which("conda") is None, reason="conda is not installed (no registry here offers it)")
+def test_every_job_runs_in_the_conda_environment_with_sdm_conda(tmp_path):
+    out = subprocess.run([PYTHON, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
+                          "-n", "--sdm", "conda", "fig_parity", "--configfile", *map(str, SMOKE)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    jobs = [r for r, _ in dry_run_jobs(tmp_path, "fig_parity") if r != "fig_parity"]
+    assert out.stdout.count("conda-env:") == len(jobs)
 
 
 def test_schema_errors_name_key_and_value():
     cfg = default_config()
     cfg["parity"]["train"]["steps"] = -5
-    cfg["parity"]["model"]["position"] = "alibi"
+    cfg["parity"]["scheme"] = "alibi"
     cfg["parity"]["eval"]["lengths"] = [20, 33]
     cfg["parity"]["trian"] = {}
     cfg["ppc"]["variable_assignment"]["model"] = {"rotary_pct": 2, "position": "nope"}
-    errors = "\n".join(schema_errors(cfg, SCHEMA))
+    errors = "\n".join(schema_errors(cfg))
     assert "parity.train.steps = -5" in errors
-    assert "parity.model.position = 'alibi'" in errors
+    assert "parity.scheme = 'alibi'" in errors
     assert "parity.eval.lengths[1] = 33" in errors
     assert "'trian'" in errors and "unknown key" in errors
     assert "ppc.variable_assignment.model.rotary_pct = 2" in errors
-    assert "'position'" in errors  # a task may not override the scheme
+    assert "'position'" in errors  # a task may not set a scheme
 
 
 def test_semantic_errors():
-    cfg = default_config()
+    cfg = load()
     cfg["parity"]["train"]["lengths"] = [50, 20]
-    cfg["parity"]["model"]["position"] = "pose"
+    cfg["parity"]["scheme"] = "pose"
     cfg["parity"]["pose"]["target_length"] = 100
     errors = "\n".join(semantic_errors(cfg))
     assert "parity.train.lengths = [50, 20]" in errors
@@ -79,7 +104,7 @@ def test_snakemake_rejects_bad_config_before_any_job(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(bad))
     out = subprocess.run([PYTHON, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory",
-                          str(tmp_path), "--configfile", str(path), "--cores", "1"],
+                          str(tmp_path), "--cores", "1", "--configfile", str(ROOT / "config.yaml"), str(path)],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode != 0
     text = out.stdout + out.stderr

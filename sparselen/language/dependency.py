@@ -1,4 +1,4 @@
-"""Sparse dependency (SPEC.md section 5): how few distant tokens recover the long-context benefit.
+"""Sparse dependency (docs/reconstruction.md, "Natural language"): how few distant tokens recover the long-context benefit.
 
 For a target token with long context C (L_long tokens) the last L_short tokens are the short
 window and the rest the far context. L_k is the loss given the window plus k far tokens kept
@@ -18,8 +18,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from sparselen.language.evaluate import output_head, subset_loss
-from sparselen.model import GPTNeoX, _rotate
+from sparselen.language.evaluate import subset_loss
+from sparselen.model import GPTNeoX
 from sparselen.rng import generator
 
 SELECTORS = ("attention", "saliency", "random")
@@ -45,13 +45,9 @@ def greedy(model: GPTNeoX, context: torch.Tensor, target: int, short: int, kmax:
 
 def last_query_attention(attn, x: torch.Tensor, rope) -> torch.Tensor:
     """(B, H, T) softmax weights of the last query of one ``Attention`` module on input ``x``,
-    recomputed from its weights exactly as its forward does (which uses fused SDPA and so
-    never materialises them)."""
-    B, T, _ = x.shape
-    qkv = attn.query_key_value(x).view(B, T, attn.n_head, 3 * attn.head_size).transpose(1, 2)
-    q, k, _ = qkv.chunk(3, dim=-1)
-    if rope is not None:
-        q, k = _rotate(q, *rope), _rotate(k, *rope)
+    from the module's own queries and keys (its forward uses fused SDPA, which never
+    materialises the weights)."""
+    q, k, _ = attn.qkv(x, rope)
     return torch.softmax((q[:, :, -1:] @ k.transpose(-1, -2))[:, :, 0] / math.sqrt(attn.head_size), dim=-1)
 
 
@@ -86,7 +82,7 @@ def saliency_scores(model: GPTNeoX, contexts: torch.Tensor, targets: torch.Tenso
             ids, tgt = contexts[i:i + batch_size].to(device), targets[i:i + batch_size].to(device)
             with torch.enable_grad():
                 h = model.hidden_states(ids, torch.arange(ids.shape[1], device=device).expand_as(ids))[:, -1]
-                loss = F.cross_entropy(output_head(model)(h).float(), tgt, reduction="sum")
+                loss = F.cross_entropy(model.lm_head(h).float(), tgt, reduction="sum")
                 (grad,) = torch.autograd.grad(loss, store["e"])
             out.append((grad * store["e"]).sum(-1).abs().detach().cpu())
     finally:

@@ -3,6 +3,7 @@ of single target tokens given a chosen set of context tokens at their original p
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -10,9 +11,10 @@ from sparselen.device import autocast
 from sparselen.model import GPTNeoX
 
 
-def output_head(model: GPTNeoX) -> torch.nn.Linear:
-    """The unembedding (named ``lm_head`` since transformers 5, ``embed_out`` before)."""
-    return model.lm_head if hasattr(model, "lm_head") else model.embed_out
+def position_bins(length: int) -> list[tuple[int, int]]:
+    """Log-spaced [lo, hi) bins of context sizes 1..length (a quarter octave each)."""
+    edges = sorted({int(round(2 ** (i / 4))) for i in range(int(4 * np.log2(length)) + 1)} | {length + 1})
+    return [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:])]
 
 
 @torch.no_grad()
@@ -33,7 +35,7 @@ def last_token_loss(model: GPTNeoX, ids: torch.Tensor, position_ids: torch.Tenso
                     batch_size: int, device) -> torch.Tensor:
     """Loss of ``targets`` (n,) predicted at the last position of ``ids`` (n, T) run with
     ``position_ids`` (n, T); only the last position is unembedded."""
-    head, out = output_head(model), []
+    head, out = model.lm_head, []
     for i in range(0, len(ids), batch_size):
         sl = slice(i, i + batch_size)
         with autocast(device):

@@ -2,7 +2,7 @@
 generated from the configuration actually run (the validated config, defaults filled in).
 
 Each value is tagged ``[paper]`` when it equals what the paper states (``PAPER`` below, the
-only place these tags live, each citing SPEC.md) and ``[ours]`` otherwise: our
+only place these tags live, each citing docs/reconstruction.md) and ``[ours]`` otherwise: our
 reconstruction or a compute-sized choice; the paper's value is shown beside it when known.
 """
 
@@ -23,19 +23,19 @@ def _span(v):
     return [min(v), max(v)] if isinstance(v, list) and v else v
 
 
-# Config key pattern -> (what the paper states, where SPEC.md says so, view of the config value
+# Config key pattern -> (what the paper states, where docs/reconstruction.md says so, view of the config value
 # compared with it). Everything not listed here is [ours].
 PAPER: dict[str, tuple[object, str, object]] = {
-    "*.train.optimizer.lr": (5e-5, "SPEC.md 2", None),
-    "*.train.optimizer.weight_decay": (0.1, "SPEC.md 2", None),
-    "*.train.optimizer.warmup_steps": (300, "SPEC.md 2", None),
-    "*.train.optimizer.schedule": ("linear", "SPEC.md 2", None),
-    "parity.model.position": ("pose", "SPEC.md 2 (RoPE combined with PoSE)", None),
-    "parity.K_train": ([4, 6, 8, 10, 12], "SPEC.md 3", None),
-    "parity.train.lengths": ([20, 50], "SPEC.md 3 (2l in [20, 50])", None),
-    "parity.eval.k_test": ([4, 6, 8, 10, 12, 14, 16], "SPEC.md 3", None),
-    "parity.eval.lengths": ([20, 500], "SPEC.md 3 (2l in [20, 500]; the grid is ours)", _span),
-    "language.corpus.source": ("C4", "SPEC.md 5 (OLMo models on C4)", None),
+    "*.train.optimizer.lr": (5e-5, "Model", None),
+    "*.train.optimizer.weight_decay": (0.1, "Model", None),
+    "*.train.optimizer.warmup_steps": (300, "Model", None),
+    "*.train.optimizer.schedule": ("linear", "Model", None),
+    "parity.scheme": ("pose", "RoPE combined with PoSE", None),
+    "parity.K_train": ([4, 6, 8, 10, 12], "Sparse parity", None),
+    "parity.train.lengths": ([20, 50], "Sparse parity (2l in [20, 50])", None),
+    "parity.eval.k_test": ([4, 6, 8, 10, 12, 14, 16], "Sparse parity", None),
+    "parity.eval.lengths": ([20, 500], "Sparse parity (2l in [20, 500]; the grid is ours)", _span),
+    "language.corpus.source": ("C4", "Natural language (OLMo models on C4)", None),
 }
 
 
@@ -56,7 +56,7 @@ def tag(key: str, value) -> tuple[str, object, str]:
         if fnmatch.fnmatchcase(key, pattern):
             seen = view(value) if view else value
             return ("[paper]" if seen == paper else "[ours]"), paper, cite
-    return "[ours]", None, "SPEC.md: reconstruction or compute-sized choice"
+    return "[ours]", None, "docs/reconstruction.md: reconstruction or compute-sized choice"
 
 
 def table(config: dict, experiment: str) -> pd.DataFrame:
@@ -76,7 +76,7 @@ def write(config: dict, experiment: str, csv_path, md_path) -> pd.DataFrame:
     md = [f"# Hyperparameters: {experiment}", "",
           f"From the configuration actually run (config hash {config_hash(config[experiment])}). "
           f"{n_paper} of {len(t)} values are the paper's ([paper]); the rest are our reconstruction "
-          "or a compute-sized choice ([ours]; the paper's value beside it when SPEC.md states one).", "",
+          "or a compute-sized choice ([ours]; the paper's value beside it when docs/reconstruction.md states one).", "",
           t.to_markdown(index=False), ""]
     io.write_text(md_path, "\n".join(md))
     return t

@@ -96,7 +96,7 @@ def throughput(results) -> pd.DataFrame:
 
 def parameters(model: dict, vocab: int) -> int:
     """Parameter count of ``sparselen.model.GPTNeoX`` (without task-specific heads)."""
-    d, ff, n = model.get("d_model", 128), model.get("d_ff", 512), model.get("n_layer", 2)
+    d, ff, n = model["d_model"], model["d_ff"], model["n_layer"]
     layer = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * ff + ff) + (ff * d + d)
     return vocab * d + n * layer + 2 * d + d * vocab
 
@@ -106,7 +106,7 @@ def training_plan(config: dict) -> list[dict]:
     plan = []
     p = config.get("parity")
     if p:
-        from sparselen.tasks.parity import VOCAB
+        from sparselen.parity.task import VOCAB
 
         lo, hi = p["train"]["lengths"]
         plan.append({"slice": "parity", "runs": len(p["K_train"]) * len(p["seeds"]), "steps": p["train"]["steps"],
@@ -136,20 +136,3 @@ def estimate(config: dict, measured: pd.DataFrame) -> pd.DataFrame:
         rows.append({**r, "param_tokens_per_s": rate, "throughput_from": source,
                      "train_seconds_one_job_at_a_time": seconds, "train_hours": seconds / 3600})
     return pd.DataFrame(rows)
-
-
-def load_config(configfile, base=None) -> dict:
-    """``base`` (default: the repository's config.yaml) with ``configfile`` merged over it,
-    as ``snakemake --configfile`` does."""
-    import yaml
-
-    base = Path(base) if base else Path(__file__).resolve().parents[2] / "config.yaml"
-    cfg = yaml.safe_load(base.read_text()) if base.exists() else {}
-    return _merge(cfg, yaml.safe_load(Path(configfile).read_text()) or {})
-
-
-def _merge(a: dict, b: dict) -> dict:
-    out = dict(a)
-    for k, v in b.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out

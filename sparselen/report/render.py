@@ -21,13 +21,14 @@ import pandas as pd
 from sparselen import io
 from sparselen.provenance import provenance
 from sparselen.report.claims import evidence
+from sparselen.tables import markdown
 
 TITLE = "Reproduction report: The Role of Sparsity for Length Generalization in Transformers"
 SECTIONS = {  # slice -> heading
-    "parity": "Sparse parity (SPEC.md section 3)",
-    "ppc": "Position coupling and PPC (SPEC.md section 4)",
-    "language": "Natural language (SPEC.md section 5)",
-    "theory": "Theory, made runnable (SPEC.md section 6)",
+    "parity": "Sparse parity",
+    "ppc": "Position coupling and PPC",
+    "language": "Natural language",
+    "theory": "Theory, made runnable",
 }
 
 
@@ -39,22 +40,41 @@ def slice_of(path) -> str:
 
 
 def md_table(df: pd.DataFrame) -> str:
-    """Pipe table; missing values (a group that was not run) as blank cells, not "nan"."""
-    return df.astype(object).where(df.notna(), None).to_markdown(index=False, floatfmt=".3g", missingval="")
+    return markdown(df, ".3g")
 
 
-def claims_section(claims: pd.DataFrame) -> list[str]:
+def _stability(h) -> str:
+    if not h.resamples:
+        return "one run: not measured"
+    return f"{h.stability:.0%} of {int(h.resamples)} resamples differ"
+
+
+def claims_section(claims: pd.DataFrame, out_dir: Path) -> list[str]:
+    """The summary table (one row per claim), then each claim in detail."""
     heads = claims[claims["group"] == "all"]
     rows = []
     for h in heads.itertuples():
-        rows.append({"claim": h.claim, "paper says": h.statement, "criterion": h.criterion,
-                     "measured (95% bootstrap interval)": evidence(claims[claims["claim"] == h.claim]),
-                     "verdict": f"**{h.verdict}**"})
+        figure = out_dir.parent / "figures" / f"{h.figure}.png"
+        rows.append({"claim": f"{h.claim}: {h.statement}", "verdict": f"**{h.verdict}**", "why": h.reason,
+                     "measured (95% interval)": evidence(claims[claims["claim"] == h.claim]),
+                     "stability": _stability(h) if h.verdict != "not run" else "",
+                     "evidence": f"[{figure.name}]({os.path.relpath(figure, out_dir)})"})
     counts = Counter(heads["verdict"])
-    return ["## Claims", "",
-            "Each claim of SPEC.md section 1 as a test with a criterion fixed before the results "
-            "(`sparselen/report/claims.py`). " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + ".", "",
-            md_table(pd.DataFrame(rows)), ""]
+    lines = ["## Claims", "",
+             "Each claim of the paper tested on this run's tables with a criterion fixed before the results "
+             "(`docs/reconstruction.md`, \"Claims\"; `sparselen/report/claims.py`). Verdicts: holds, does not hold, "
+             "or inconclusive with the reason; only models that fit their training distribution count as evidence; "
+             "stability is the share of resamples of the training seeds (documents, for the language claims) "
+             "whose verdict differs. " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + ".", "",
+             md_table(pd.DataFrame(rows)), "", "### The claims in detail", ""]
+    for h in heads.itertuples():
+        groups = claims[(claims["claim"] == h.claim) & (claims["group"] != "all")]
+        lines += [f"**{h.claim}: {h.statement}** The paper: \"{h.quote}\"", "", f"Criterion: {h.criterion}", "",
+                  f"Verdict: **{h.verdict}**. {h.reason}" + (f" To resolve: {h.resolve}." if isinstance(
+                      h.resolve, str) and h.resolve else ""), ""]
+        if len(groups):
+            lines += [md_table(groups[["group", "value", "ci_low", "ci_high", "verdict", "reason"]]), ""]
+    return lines
 
 
 def slice_section(name: str, figures: list[str], tables: list[str], claims: pd.DataFrame, out_dir: Path) -> list[str]:
@@ -66,7 +86,7 @@ def slice_section(name: str, figures: list[str], tables: list[str], claims: pd.D
     lines += ["Tables: " + ", ".join(f"[{Path(t).name}]({os.path.relpath(t, out_dir)})" for t in tables), ""]
     mine = claims[(claims["slice"] == name) & (claims["group"] != "all")]
     if len(mine):
-        detail = mine[["claim", "group", "value", "ci_low", "ci_high", "verdict", "note"]]
+        detail = mine[["claim", "group", "value", "ci_low", "ci_high", "verdict", "reason"]]
         lines += ["Claims measured on this slice:", "", md_table(detail), ""]
     return lines
 
@@ -117,9 +137,9 @@ def build(claims_csv, hyperparam_mds, rules_csv, figures_csv, figures, tables, r
     claims = pd.read_csv(claims_csv)
     lines = [f"# {TITLE}", "",
              "Golowich, Jelassi, Brandfonbrener, Kakade, Malach, ICML 2025 (arXiv 2502.16792). The experiments are a "
-             "reconstruction (SPEC.md: [paper] = stated by the paper, [ours] = our reconstruction); no code was "
+             "reconstruction (docs/reconstruction.md: [paper] = stated by the paper, [ours] = our reconstruction); no code was "
              "released.", ""]
-    lines += claims_section(claims)
+    lines += claims_section(claims, out_dir)
     for name in SECTIONS:
         lines += slice_section(name, [f for f in figures if slice_of(f) == name],
                                [t for t in tables if slice_of(t) == name], claims, out_dir)

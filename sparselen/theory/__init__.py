@@ -1,3 +1,4 @@
-"""The paper's theory as code (SPEC.md section 6; docs/theory.md): ``planted`` samples k-sparse
-planted correlation distributions, ``sfa`` is the sparse functional attention class, and
-``experiment`` trains it (and a GPT-NeoX) on short lengths and measures the error at longer ones."""
+"""The paper's theory as code (docs/theory.md): ``task`` samples k-sparse planted correlation
+distributions, ``sfa`` is the sparse functional attention class, ``evaluate`` measures a
+model's error at Lbar, ``report`` tables and draws it, and ``jobs`` are the steps the
+workflow's ``theory_*`` rules run."""

@@ -28,9 +28,18 @@ import functools
 import itertools
 import math
 
+import logging
+import sys
+
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm import tqdm
+
+from sparselen.rng import generator
+from sparselen.theory.task import PlantedConfig, sample, spread_in_ids
+
+log = logging.getLogger(__name__)
 
 
 @functools.lru_cache(maxsize=64)
@@ -130,3 +139,35 @@ class SFAModel(nn.Module):
     def forward(self, tokens: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
         last = torch.tensor([tokens.shape[1] - 1], device=tokens.device)
         return self.attention(self.embed(tokens), position_ids, last)[:, 0]
+
+
+def sfa_window(pc: PlantedConfig, floor: int, train_lengths) -> int:
+    """The SFA's locality bound: at least ``floor``, and wide enough for every planted tuple of
+    the training lengths (for the nonlocal law this grows with L, which is the point)."""
+    widest = max(int(spread_in_ids(sample(pc, n, 64, generator("theory-window", n))).max()) for n in train_lengths)
+    return max(floor, widest)
+
+
+def train_sfa(pc: PlantedConfig, cfg: dict, lengths: list[int], seed: int, window: int):
+    """AdamW (linear decay) on the log loss, one length per step (drawn from ``lengths``); a pure function of
+    (config, seed). Returns (model, per-step log rows)."""
+    torch.manual_seed(seed)
+    model = SFAModel(pc.vocab_size, pc.n_values, pc.k, window, cfg["d_embed"], cfg["d_head"])
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / cfg["steps"])  # linear decay
+    rows = []
+    for step in tqdm(range(cfg["steps"]), desc=f"train sfa k={pc.k} {pc.positions}", file=sys.stderr,
+                     mininterval=30.0):
+        g = generator("theory-train", seed, step)
+        n = lengths[int(torch.randint(len(lengths), (1,), generator=g))]
+        s = sample(pc, n, cfg["batch_size"], g)
+        loss = F.cross_entropy(model(s.tokens, s.position_ids), s.label)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        if (step + 1) % cfg["log_every"] == 0 or step + 1 == cfg["steps"]:
+            rows.append({"step": step + 1, "loss": loss.item(), "length": n})
+            log.info("step %d loss %.5f", step + 1, rows[-1]["loss"])
+    model.eval()
+    return model, rows

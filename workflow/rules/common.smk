@@ -1,20 +1,14 @@
-# Configuration checks (before any job starts) and helpers shared by every slice.
-import json
-import os
-import shlex
-import sys
+# Configuration checks (before any job starts) and what every slice's rules share.
+from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 import sparselen.config
+import sparselen.provenance
+import sparselen.report.claims
+from sparselen.model import POSITION_SCHEMES
 
-# Every job imports sparselen from this checkout and runs the interpreter that runs Snakemake,
-# whatever environment the job starts in (plain shell, SLURM job step, conda env).
-shell.prefix(
-    f"export PYTHONPATH={shlex.quote(workflow.basedir)}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; "
-    f"export PATH={shlex.quote(os.path.dirname(sys.executable))}:$PATH; "
-)
 SCHEMA = "../schemas/config.schema.yaml"
 CONFIG_SOURCE = ", ".join(map(str, workflow.configfiles)) or "config.yaml"
 
@@ -31,12 +25,34 @@ except ValueError as e:
     raise WorkflowError(str(e)) from None
 
 
-def as_arg(obj):
-    """A config subtree as one shell-quoted JSON argument (also the params rerun key)."""
-    return shlex.quote(json.dumps(obj, sort_keys=True))
+# Every rule runs the package function named like the rule (sparselen/jobs.py) in this
+# environment (used with --software-deployment-method conda; README "Running on a SLURM cluster").
+JOB = "../scripts/job.py"
+ENV = "../../envs/sparselen.yaml"
+THREADS = config["threads"]
 
 
-RUNTIME = {"device": config["device"], "threads": config["threads"]}
+wildcard_constraints:
+    seed=r"\d+",
+    K=r"\d+",
+    k=r"\d+",
+    ctx=r"\d+",
+    scheme="|".join(POSITION_SCHEMES),
+
+
+def training_seeds(section):
+    """A slice's training seeds, shifted by config seed_offset."""
+    return [seed + config["seed_offset"] for seed in section["seeds"]]
+
+
+def train_outputs(run):
+    """The files of one training run under the directory `run` (sparselen.train.RunFiles)."""
+    return {
+        "model": f"{run}/model.pt",
+        "log_csv": f"{run}/train_log.csv",
+        "summary": f"{run}/train_summary.json",
+    }
+
 
 # Scheduler resources and groups (SLURM profile, local-gpus profile; README "Running on a
 # SLURM cluster"). A rule that trains or evaluates a model declares
@@ -46,23 +62,87 @@ RUNTIME = {"device": config["device"], "threads": config["threads"]}
 # must read one model only (plus data/aggregate outputs): one that reads two models' outputs
 # joins both chains into one submission that asks for all their GPUs at once. Seconds-long
 # CPU rules declare `group: GROUP_DATA` (evaluation sets and other inputs that need no model)
-# or `group: GROUP_AGGREGATE` (tables, figures). Groups only matter on a cluster.
+# or `group: GROUP_AGGREGATE` (tables, figures); the theory slice's idealized-model runs,
+# CPU training of seconds to minutes, declare `group: GROUP_CPU_TRAIN`. Groups only matter
+# on a cluster.
 GROUP_MODEL = "model"
 GROUP_DATA = "data"
+GROUP_CPU_TRAIN = "cpu_train"
 GROUP_AGGREGATE = "aggregate"
 
 
-def job_resources(runtime=None, mem_mb=None):
+def job_resources(runtime=None, mem_mb=None, gpu=True):
     """Resources of a training/evaluation job: wall time in minutes (config resources.runtime
     unless given) times the attempt, so a retry after a time-out asks for more; memory; one CPU
-    per torch thread; and `gpu` only when config gpus_per_job > 0, so the same rules run on
-    CPU-only partitions."""
+    per torch thread; and `gpu` only when config gpus_per_job > 0 (and `gpu`), so the same
+    rules run on CPU-only partitions."""
     minutes = runtime or config["resources"]["runtime"]
     res = {
         "runtime": lambda wildcards, attempt: minutes * attempt,
         "mem_mb": mem_mb or config["resources"]["mem_mb"],
-        "cpus_per_task": RUNTIME["threads"],
+        "cpus_per_task": THREADS,
     }
-    if config["gpus_per_job"]:
+    if gpu and config["gpus_per_job"]:
         res["gpu"] = config["gpus_per_job"]
     return res
+
+
+# The report (workflow/rules/report.smk) reads the slices the config runs. Input functions
+# run after every include, so they see every slice's rules.
+REPORT = config["report"]
+REPORT_SLICES = [name for name in sparselen.config.SLICES if name in config]
+# The criteria's source as a params value: editing a criterion reruns the claims check.
+CLAIMS_SOURCE_HASH = sparselen.provenance.config_hash(
+    Path(sparselen.report.claims.__file__).read_text()
+)
+
+
+def claims_inputs(wildcards):
+    """Per slice, the per-run evaluation CSVs its table aggregates; for the language slice its
+    per-token tables (files `all` builds anyway: no extra jobs)."""
+    out = {
+        name: getattr(rules, f"{name}_table").input.evals
+        for name in ("parity", "ppc", "theory")
+        if name in REPORT_SLICES
+    }
+    if "language" in REPORT_SLICES:
+        tables = rules.language_tables.input
+        out["language_screen"] = rules.language_figures.input.screen
+        out["language_deps"] = tables.deps
+        out["language_transfer"] = tables.transfer
+    return out
+
+
+def claims_settings():
+    """The facts of the experiments run that the claims' gates need."""
+    return {
+        "parity_train_lengths": (
+            config["parity"]["train"]["lengths"] if "parity" in config else [0, 0]
+        ),
+        "ppc_train_sizes": (
+            {
+                task: config["ppc"][task]["train_sizes"]
+                for task in config["ppc"]["tasks"]
+            }
+            if "ppc" in config
+            else {}
+        ),
+        "theory_floor": config["theory"]["floor"] if "theory" in config else 0.0,
+    }
+
+
+def slice_outputs(wildcards):
+    """Every figure and table of the slices the config runs."""
+    return [f for name in REPORT_SLICES for f in getattr(rules, f"fig_{name}").input]
+
+
+def run_files(wildcards):
+    """The per-run files behind each slice's tables (for the provenance section)."""
+    tables = {name: f"{name}_table" for name in ("parity", "ppc", "theory")}
+    tables["language"] = "language_tables"
+    return [
+        f
+        for name in REPORT_SLICES
+        for files in getattr(rules, tables[name]).input
+        for f in ([files] if isinstance(files, str) else files)
+    ]

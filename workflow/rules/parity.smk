@@ -1,14 +1,14 @@
-# Sparse parity (SPEC.md section 3): evaluation data -> train per (K_train, seed)
-# -> evaluate per (K_train, seed) -> table -> figure.
+# Sparse parity (docs/reconstruction.md, "Sparse parity"): evaluation set -> train per
+# (K_train, seed) -> evaluate per (K_train, seed) -> table -> figure.
 PARITY = config["parity"]
-PARITY_RUNS = expand(
-    "results/parity/K{K}/seed{seed}", K=PARITY["K_train"], seed=PARITY["seeds"]
-)
+PARITY_DIR = "results/parity"
+PARITY_RUN = f"{PARITY_DIR}/K{{K}}/seed{{seed}}"
+PARITY_RUNS = expand(PARITY_RUN, K=PARITY["K_train"], seed=training_seeds(PARITY))
 
 
 rule parity_eval_data:
     output:
-        "results/parity/eval_set.pt",
+        eval_set=f"{PARITY_DIR}/eval_set.pt",
     log:
         "logs/parity/eval_data.log",
     benchmark:
@@ -16,18 +16,16 @@ rule parity_eval_data:
     group:
         GROUP_DATA
     conda:
-        "../../envs/sparselen.yaml"
+        ENV
     params:
-        cfg=as_arg(PARITY["eval"]),
-    shell:
-        "python -m sparselen parity eval-data --config {params.cfg} --out {output} 2> {log}"
+        eval=PARITY["eval"],
+    script:
+        JOB
 
 
 rule parity_train:
     output:
-        model="results/parity/K{K}/seed{seed}/model.pt",
-        log_csv="results/parity/K{K}/seed{seed}/train_log.csv",
-        summary="results/parity/K{K}/seed{seed}/train_summary.json",
+        **train_outputs(PARITY_RUN),
     log:
         "logs/parity/train/K{K}_seed{seed}.log",
     benchmark:
@@ -35,29 +33,26 @@ rule parity_train:
     group:
         GROUP_MODEL
     conda:
-        "../../envs/sparselen.yaml"
-    threads: RUNTIME["threads"]
+        ENV
+    threads: THREADS
     resources:
         **job_resources(),
     params:
-        cfg=as_arg(
-            {k: PARITY[k] for k in ("model", "pose", "train")}
-            | {"compile": config["compile"]}
-        ),
-        checkpoint="results/parity/K{K}/seed{seed}/checkpoint.pt",
-        device=RUNTIME["device"],
-    shell:
-        "python -m sparselen parity train --config {params.cfg} --K {wildcards.K} --seed {wildcards.seed}"
-        " --model {output.model} --log-csv {output.log_csv} --summary {output.summary}"
-        " --checkpoint {params.checkpoint} --device {params.device} --threads {threads} 2> {log}"
+        model=PARITY["model"],
+        scheme=PARITY["scheme"],
+        pose=PARITY["pose"],
+        train=PARITY["train"],
+        checkpoint=f"{PARITY_RUN}/checkpoint.pt",
+    script:
+        JOB
 
 
 rule parity_evaluate:
     input:
-        model="results/parity/K{K}/seed{seed}/model.pt",
-        eval_set=rules.parity_eval_data.output[0],
+        model=f"{PARITY_RUN}/model.pt",
+        eval_set=rules.parity_eval_data.output.eval_set,
     output:
-        "results/parity/K{K}/seed{seed}/eval.csv",
+        eval=f"{PARITY_RUN}/eval.csv",
     log:
         "logs/parity/evaluate/K{K}_seed{seed}.log",
     benchmark:
@@ -65,24 +60,22 @@ rule parity_evaluate:
     group:
         GROUP_MODEL
     conda:
-        "../../envs/sparselen.yaml"
-    threads: RUNTIME["threads"]
+        ENV
+    threads: THREADS
     resources:
         **job_resources(runtime=10),
     params:
         batch_size=PARITY["eval"]["batch_size"],
-        device=RUNTIME["device"],
-    shell:
-        "python -m sparselen parity evaluate --model {input.model} --eval-set {input.eval_set} --out {output}"
-        " --batch-size {params.batch_size} --device {params.device} --threads {threads} 2> {log}"
+    script:
+        JOB
 
 
 rule parity_table:
     input:
-        expand("{run}/eval.csv", run=PARITY_RUNS),
+        evals=expand("{run}/eval.csv", run=PARITY_RUNS),
     output:
-        csv="results/parity/table.csv",
-        md="results/parity/table.md",
+        csv=f"{PARITY_DIR}/table.csv",
+        md=f"{PARITY_DIR}/table.md",
     log:
         "logs/parity/table.log",
     benchmark:
@@ -90,14 +83,14 @@ rule parity_table:
     group:
         GROUP_AGGREGATE
     conda:
-        "../../envs/sparselen.yaml"
-    shell:
-        "python -m sparselen parity table --inputs {input} --csv {output.csv} --md {output.md} 2> {log}"
+        ENV
+    script:
+        JOB
 
 
 rule parity_figure:
     input:
-        rules.parity_table.output.csv,
+        table=rules.parity_table.output.csv,
     output:
         png=report(
             "results/figures/parity.png",
@@ -112,12 +105,11 @@ rule parity_figure:
     group:
         GROUP_AGGREGATE
     conda:
-        "../../envs/sparselen.yaml"
+        ENV
     params:
         train_max_length=PARITY["train"]["lengths"][1],
-    shell:
-        "python -m sparselen parity figure --table {input} --train-max-length {params.train_max_length}"
-        " --png {output.png} --pdf {output.pdf} 2> {log}"
+    script:
+        JOB
 
 
 rule fig_parity:

@@ -1,16 +1,13 @@
-# The reproduction report (issue 7): claims checked on the measured tables, hyperparameter
-# tables, compute ledger, and the Markdown/HTML report. Its inputs are the tables and figures
-# of the slices the workflow defines (input functions run after every include, so the include
-# order does not matter); a slice without rules is "not run" in the report. It needs nothing
-# beyond what `all` builds, so it never trains anything by itself.
-include: "report_common.smk"
-
-
-rule claims:
+# The reproduction report: claims checked on the measured tables, hyperparameter tables,
+# compute ledger, and the Markdown/HTML report. Its inputs are the tables and figures of the
+# slices the config runs (input functions run after every include, so the include order does
+# not matter); a slice that is not run is "not run" in the report. It needs nothing beyond
+# what `all` builds, so it never trains anything by itself.
+rule report_claims:
     input:
         unpack(claims_inputs),
     output:
-        csv=CLAIMS_CSV,
+        csv="results/report/claims.csv",
         md="results/report/claims.md",
         html=report(
             "results/report/claims.html",
@@ -24,20 +21,16 @@ rule claims:
     group:
         GROUP_AGGREGATE
     conda:
-        "../../envs/sparselen.yaml"
+        ENV
     params:
-        cfg=as_arg(
-            REPORT
-            | {"parity_train_max_length": config["parity"]["train"]["lengths"][1]}
-        ),
-        runs=runs_args,
+        **claims_settings(),
+        report=REPORT,
         criteria=CLAIMS_SOURCE_HASH,
-    shell:
-        "python -m sparselen report claims --config {params.cfg} {params.runs}"
-        " --csv {output.csv} --md {output.md} --html {output.html} 2> {log}"
+    script:
+        JOB
 
 
-rule hyperparams:
+rule report_hyperparams:
     output:
         csv="results/report/hyperparams/{experiment}.csv",
         md="results/report/hyperparams/{experiment}.md",
@@ -46,21 +39,18 @@ rule hyperparams:
     benchmark:
         "results/benchmarks/report/hyperparams/{experiment}.tsv"
     wildcard_constraints:
-        experiment="|".join(HYPERPARAM_EXPERIMENTS) or "-",
+        experiment="|".join(REPORT_SLICES),
     group:
         GROUP_AGGREGATE
     conda:
-        "../../envs/sparselen.yaml"
+        ENV
     params:
-        cfg=lambda wildcards: as_arg(
-            {wildcards.experiment: config[wildcards.experiment]}
-        ),
-    shell:
-        "python -m sparselen report hyperparams --config {params.cfg} --experiment {wildcards.experiment}"
-        " --csv {output.csv} --md {output.md} 2> {log}"
+        section=lambda wildcards: config[wildcards.experiment],
+    script:
+        JOB
 
 
-rule ledger:
+rule report_ledger:
     input:
         slice_outputs,
     output:
@@ -73,21 +63,21 @@ rule ledger:
     group:
         GROUP_AGGREGATE
     conda:
-        "../../envs/sparselen.yaml"
-    shell:
-        "python -m sparselen report ledger --benchmarks results/benchmarks"
-        " --rules-csv {output.per_rule} --figures-csv {output.per_figure} 2> {log}"
+        ENV
+    params:
+        benchmarks="results/benchmarks",
+    script:
+        JOB
 
 
-rule reproduction_report:
+rule report_render:
     input:
-        claims=rules.claims.output.csv,
+        claims=rules.report_claims.output.csv,
         hyperparams=expand(
-            "results/report/hyperparams/{experiment}.md",
-            experiment=HYPERPARAM_EXPERIMENTS,
+            "results/report/hyperparams/{experiment}.md", experiment=REPORT_SLICES
         ),
-        ledger_rules=rules.ledger.output.per_rule,
-        ledger_figures=rules.ledger.output.per_figure,
+        ledger_rules=rules.report_ledger.output.per_rule,
+        ledger_figures=rules.report_ledger.output.per_figure,
         slices=slice_outputs,
         runs=run_files,
     output:
@@ -100,29 +90,21 @@ rule reproduction_report:
     log:
         "logs/report/reproduction_report.log",
     benchmark:
-        "results/benchmarks/report/reproduction_report.tsv"
+        "results/benchmarks/report/render.tsv"
     group:
         GROUP_AGGREGATE
     conda:
-        "../../envs/sparselen.yaml"
-    params:
-        figures=lambda wildcards, input: [f for f in input.slices if f.endswith(".png")],
-        tables=lambda wildcards, input: [
-            f for f in input.slices if f.endswith((".md", ".csv"))
-        ],
-    shell:
-        "python -m sparselen report render --claims {input.claims} --hyperparams {input.hyperparams}"
-        " --ledger-rules {input.ledger_rules} --ledger-figures {input.ledger_figures}"
-        " --figures {params.figures} --tables {params.tables} --runs {input.runs}"
-        " --md {output.md} --html {output.html} 2> {log}"
+        ENV
+    script:
+        JOB
 
 
 rule report:
     input:
-        rules.reproduction_report.output,
-        rules.claims.output,
+        rules.report_render.output,
+        rules.report_claims.output,
         expand(
             "results/report/hyperparams/{experiment}.{ext}",
-            experiment=HYPERPARAM_EXPERIMENTS,
+            experiment=REPORT_SLICES,
             ext=("csv", "md"),
         ),

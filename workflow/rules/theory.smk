@@ -1,88 +1,80 @@
-# The theory, made runnable (SPEC.md section 6; docs/theory.md): one job per
-# (model, distribution, k, seed) trains on lengths <= L and evaluates up to Lbar -> table
-# of errors and slopes -> figure.
+# The theory, made runnable (docs/theory.md): one job per (model, distribution, k, seed)
+# trains on lengths <= L and evaluates up to Lbar -> table of errors and slopes -> figure.
 THEORY = config["theory"]
+THEORY_DIR = "results/theory"
+THEORY_SFA_RUN = f"{THEORY_DIR}/sfa/{{dist}}/k{{k}}/seed{{seed}}"
+THEORY_GPT_RUN = f"{THEORY_DIR}/gpt/{{dist}}/k{{k}}/seed{{seed}}"
 THEORY_RUNS = expand(
-    "results/theory/sfa/{dist}/k{k}/seed{seed}",
+    THEORY_SFA_RUN,
     dist=THEORY["distributions"],
     k=THEORY["k"],
-    seed=THEORY["seeds"],
+    seed=training_seeds(THEORY),
 ) + expand(
-    "results/theory/gpt/{dist}/k{k}/seed{seed}",
+    THEORY_GPT_RUN,
     dist=THEORY["distributions"],
     k=THEORY["gpt"]["k"],
-    seed=THEORY["seeds"],
+    seed=training_seeds(THEORY),
 )
 THEORY_SHARED = {key: THEORY[key] for key in ("task", "train", "eval")}
 
 
-rule theory_run_sfa:
-    output:
-        model="results/theory/sfa/{dist}/k{k}/seed{seed}/model.pt",
-        log_csv="results/theory/sfa/{dist}/k{k}/seed{seed}/train_log.csv",
-        eval_csv="results/theory/sfa/{dist}/k{k}/seed{seed}/eval.csv",
-        summary="results/theory/sfa/{dist}/k{k}/seed{seed}/train_summary.json",
-    log:
-        "logs/theory/sfa/{dist}_k{k}_seed{seed}.log",
-    benchmark:
-        "results/benchmarks/theory/sfa/{dist}_k{k}_seed{seed}.tsv"
-    wildcard_constraints:
-        dist="local|nonlocal|coupled",
-    group:
-        GROUP_DATA
-    conda:
-        "../../envs/sparselen.yaml"
-    threads: RUNTIME["threads"]
-    params:
-        cfg=as_arg(THEORY_SHARED | {"sfa": THEORY["sfa"]}),
-    shell:
-        "python -m sparselen theory run --config {params.cfg} --model sfa --distribution {wildcards.dist}"
-        " --k {wildcards.k} --seed {wildcards.seed} --out-model {output.model} --log-csv {output.log_csv}"
-        " --eval-csv {output.eval_csv} --summary {output.summary} --device cpu --threads {threads} 2> {log}"
+wildcard_constraints:
+    dist="local|nonlocal|coupled",
 
 
 rule theory_run_gpt:
     output:
-        model="results/theory/gpt/{dist}/k{k}/seed{seed}/model.pt",
-        log_csv="results/theory/gpt/{dist}/k{k}/seed{seed}/train_log.csv",
-        eval_csv="results/theory/gpt/{dist}/k{k}/seed{seed}/eval.csv",
-        summary="results/theory/gpt/{dist}/k{k}/seed{seed}/train_summary.json",
+        **train_outputs(THEORY_GPT_RUN),
+        eval=f"{THEORY_GPT_RUN}/eval.csv",
     log:
         "logs/theory/gpt/{dist}_k{k}_seed{seed}.log",
     benchmark:
         "results/benchmarks/theory/gpt/{dist}_k{k}_seed{seed}.tsv"
-    wildcard_constraints:
-        dist="local|nonlocal|coupled",
     group:
         GROUP_MODEL
     conda:
-        "../../envs/sparselen.yaml"
-    threads: RUNTIME["threads"]
+        ENV
+    threads: THREADS
     resources:
         **job_resources(runtime=60),
     params:
-        cfg=as_arg(
-            THEORY_SHARED
-            | {"gpt": {key: v for key, v in THEORY["gpt"].items() if key != "k"}}
-            | {"compile": config["compile"]}
-        ),
-        checkpoint="results/theory/gpt/{dist}/k{k}/seed{seed}/checkpoint.pt",
-        device=RUNTIME["device"],
-    shell:
-        "python -m sparselen theory run --config {params.cfg} --model gpt --distribution {wildcards.dist}"
-        " --k {wildcards.k} --seed {wildcards.seed} --out-model {output.model} --log-csv {output.log_csv}"
-        " --eval-csv {output.eval_csv} --summary {output.summary} --checkpoint {params.checkpoint} --device {params.device}"
-        " --threads {threads} 2> {log}"
+        **THEORY_SHARED,
+        gpt={key: v for key, v in THEORY["gpt"].items() if key != "k"},
+        checkpoint=f"{THEORY_GPT_RUN}/checkpoint.pt",
+    script:
+        JOB
+
+
+rule theory_run_sfa:
+    output:
+        **train_outputs(THEORY_SFA_RUN),
+        eval=f"{THEORY_SFA_RUN}/eval.csv",
+    log:
+        "logs/theory/sfa/{dist}_k{k}_seed{seed}.log",
+    benchmark:
+        "results/benchmarks/theory/sfa/{dist}_k{k}_seed{seed}.tsv"
+    group:
+        GROUP_CPU_TRAIN
+    conda:
+        ENV
+    threads: THREADS
+    resources:
+        **job_resources(runtime=30, gpu=False),
+    params:
+        **THEORY_SHARED,
+        sfa=THEORY["sfa"],
+    script:
+        JOB
 
 
 rule theory_table:
     input:
-        expand("{run}/eval.csv", run=THEORY_RUNS),
+        evals=expand("{run}/eval.csv", run=THEORY_RUNS),
     output:
-        csv="results/theory/table.csv",
-        md="results/theory/table.md",
-        slopes_csv="results/theory/slopes.csv",
-        slopes_md="results/theory/slopes.md",
+        csv=f"{THEORY_DIR}/table.csv",
+        md=f"{THEORY_DIR}/table.md",
+        slopes_csv=f"{THEORY_DIR}/slopes.csv",
+        slopes_md=f"{THEORY_DIR}/slopes.md",
     log:
         "logs/theory/table.log",
     benchmark:
@@ -90,17 +82,16 @@ rule theory_table:
     group:
         GROUP_AGGREGATE
     conda:
-        "../../envs/sparselen.yaml"
+        ENV
     params:
         floor=THEORY["floor"],
-    shell:
-        "python -m sparselen theory table --inputs {input} --csv {output.csv} --md {output.md}"
-        " --slopes-csv {output.slopes_csv} --slopes-md {output.slopes_md} --floor {params.floor} 2> {log}"
+    script:
+        JOB
 
 
 rule theory_figure:
     input:
-        rules.theory_table.output.csv,
+        table=rules.theory_table.output.csv,
     output:
         png=report(
             "results/figures/theory.png",
@@ -115,13 +106,12 @@ rule theory_figure:
     group:
         GROUP_AGGREGATE
     conda:
-        "../../envs/sparselen.yaml"
+        ENV
     params:
         train_max_length=THEORY["train"]["lengths"][1],
         floor=THEORY["floor"],
-    shell:
-        "python -m sparselen theory figure --table {input} --train-max-length {params.train_max_length}"
-        " --floor {params.floor} --png {output.png} --pdf {output.pdf} 2> {log}"
+    script:
+        JOB
 
 
 rule fig_theory:

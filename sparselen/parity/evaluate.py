@@ -11,8 +11,6 @@ from tqdm import tqdm
 from sparselen.device import autocast
 from sparselen.model import GPTNeoX
 
-COLUMNS = ("K_train", "seed", "position", "k_test", "length", "n", "correct", "accuracy")
-
 
 @torch.no_grad()
 def cell_accuracy(model: GPTNeoX, tokens: torch.Tensor, target: torch.Tensor, batch_size: int,

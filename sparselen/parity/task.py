@@ -1,4 +1,4 @@
-"""Sparse parity D^sp_{l,k}: a k-sparse planted correlation task (SPEC.md section 3).
+"""Sparse parity D^sp_{l,k}: a k-sparse planted correlation task (docs/reconstruction.md, "Sparse parity").
 
 Format [ours, a reconstruction; the paper's is not available]: l interleaved (bit, marker)
 pairs ``x_1 m_1 ... x_l m_l`` and a query token ``=``. Bits are uniform in {0, 1}; the marker

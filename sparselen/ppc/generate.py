@@ -25,7 +25,7 @@ def generate(model: GPTNeoX, prompt: torch.Tensor, prompt_ids: torch.Tensor | No
     Returns (tokens (B, steps), position ids (B, steps) or None): the ids are the ones fed
     with each generated token (predicted for ``ppc``, ``oracle_ids[:, :steps]`` for ``coupled``).
     """
-    scheme = model.cfg.position
+    scheme = model.cfg.scheme
     if scheme == "coupled" and (oracle_ids is None or oracle_ids.shape[1] < steps):
         raise ValueError("a coupled model needs the oracle ids of every response step")
     ids = prompt_ids if scheme in COUPLED else None

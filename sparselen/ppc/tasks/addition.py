@@ -1,4 +1,4 @@
-"""Multi-digit addition with the position coupling of Cho et al. 2024 (SPEC.md section 4).
+"""Multi-digit addition with the position coupling of Cho et al. 2024 (docs/reconstruction.md, "Position coupling and PPC").
 
 Format [ours, after Cho et al.]: prompt ``a_n a_{n-1} .. a_0 + b_n .. b_0 =``, both operands
 of n digits written most significant first with one leading zero (``a_n = b_n = 0``), so that
@@ -15,12 +15,19 @@ from __future__ import annotations
 
 import torch
 
-from sparselen.tasks.seq2seq import Samples, assemble
+from sparselen.ppc.samples import Samples, assemble
 
 VOCAB = ("<pad>", "+", "=", "$") + tuple("0123456789")
 PLUS, EQUALS, EOS = 1, 2, 3
 ZERO = 4
 SIZE = "operand digits n"
+
+IDS_DEPEND_ON_INPUT = False  # the ids follow from the operand length alone
+
+
+def max_coupled_id(size: int, **params) -> int:
+    """Largest coupled id of a sample of this size (before any training offset): ``+`` and ``$``."""
+    return size + 2
 
 
 def sample(sizes: torch.Tensor, g: torch.Generator) -> Samples:

@@ -35,6 +35,9 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from sparselen.batch import IGNORE, Batch
+from sparselen.rng import generator
+
 POSITION_LAWS = ("local", "nonlocal", "coupled")
 LABELS = ("sum_mod", "first", "max")
 
@@ -178,3 +181,57 @@ def spread_in_ids(s: PlantedSamples) -> torch.Tensor:
     """max(S) - min(S) measured in the samples' position ids (absolute or coupled)."""
     ids = s.position_ids[s.support]
     return ids.max(dim=1).values - ids.min(dim=1).values
+
+
+def planted_config(task: dict, distribution: str, k: int) -> PlantedConfig:
+    """``task`` = theory.task (everything but k and the law of S)."""
+    t = dict(task)
+    for key in ("background", "planted"):
+        if t.get(key) is not None:
+            t[key] = tuple(t[key])
+    return PlantedConfig(k=k, positions=distribution, **t)
+
+
+def valid_lengths(pc: PlantedConfig, lo: int, hi: int) -> list[int]:
+    """The lengths in [lo, hi] the law accepts (multiples of k for the block laws)."""
+    return [n for n in range(lo, hi + 1) if n % pc.blocks() == 0 and n >= pc.min_length()]
+
+
+def eval_lengths(L: int, ratios) -> dict:
+    """{ratio: Lbar}: Lbar = ratio * L (L is the longest training length)."""
+    return {r: int(round(r * L)) for r in ratios}
+
+
+def gpt_batches(pc: PlantedConfig, lengths: list[int], batch_size: int, seed: int, coupled: bool, max_id: int):
+    """``batch_fn(step) -> Batch`` for ``sparselen.train.train``: loss on the query position only.
+
+    For coupled ids [ours: PoSE (Zhu et al. 2024) carried over to coupled ids]: every id of a
+    sample is shifted by a random start, the in-block ids from a random cut on by a random skip
+    (the same in every block, so coupled tokens keep equal ids), and the query by a further
+    skip, all keeping ids <= ``max_id``: in-block distances and query distances of the longest
+    evaluated lengths are seen in training. Evaluation uses the unshifted ids.
+    """
+
+    def uniform(upper: torch.Tensor, g) -> torch.Tensor:  # integers in 0..upper, per row
+        return (torch.rand(upper.shape, generator=g) * (upper + 1)).long()
+
+    def batch_fn(step: int) -> Batch:
+        g = generator("theory-train", seed, step)
+        n = lengths[int(torch.randint(len(lengths), (1,), generator=g))]
+        s = sample(pc, n, batch_size, g)
+        labels = torch.full_like(s.tokens, IGNORE)
+        labels[:, -1] = s.label  # value v is token id v
+        ids = None
+        if coupled:
+            within, m = s.position_ids[:-1], int(s.position_ids[-1])
+            room = torch.full((batch_size,), max(0, max_id - m))
+            skip = uniform(room, g)
+            start = uniform(room - skip, g)
+            query_skip = uniform(room - skip - start, g)
+            cut = 1 + (torch.rand(batch_size, generator=g) * max(1, m - 1)).long()
+            content = within[None, :] + start[:, None] + skip[:, None] * (within[None, :] >= cut[:, None])
+            query = (m + start + skip + query_skip)[:, None]
+            ids = torch.cat((content, query), dim=1)
+        return Batch(s.tokens, labels, ids)
+
+    return batch_fn

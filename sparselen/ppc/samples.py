@@ -1,7 +1,7 @@
 """Prompt/response samples with coupled position ids: the format of every PPC task.
 
 A sample is ``prompt + response``, right-padded with the task's PAD id 0. Each token carries a
-coupled position id (SPEC.md section 4): the prompt's ids come from the task's structure, and
+coupled position id (docs/reconstruction.md, "Position coupling and PPC"): the prompt's ids come from the task's structure, and
 each response token's id is the id of the prompt token it is coupled to. Training sees the
 ids of both parts (shifted by a random start offset, so that large ids are trained too); at
 test time only the prompt's ids are given and a PPC model predicts the rest.

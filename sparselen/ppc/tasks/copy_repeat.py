@@ -1,4 +1,4 @@
-"""Copy a string over a small alphabet (SPEC.md section 4; the format is our reconstruction).
+"""Copy a string over a small alphabet (docs/reconstruction.md, "Position coupling and PPC"; the format is our reconstruction).
 
 Prompt ``x_1 .. x_n . >``, response ``x_1 .. x_n $``. Symbols repeat (small alphabet), so a
 model cannot find "the next symbol" by content; it must know where it is in the string.
@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import torch
 
-from sparselen.tasks.seq2seq import PAD, Samples, assemble
+from sparselen.ppc.samples import PAD, Samples, assemble
 
 SYMBOLS = tuple("abcdefghij")
 VOCAB = ("<pad>", ".", ">", "$") + SYMBOLS
 END, SEP, EOS = 1, 2, 3
 FIRST_SYMBOL = 4
 SIZE = "string length n"
+
+IDS_DEPEND_ON_INPUT = False  # the ids follow from the length alone
+
+
+def max_coupled_id(size: int, **params) -> int:
+    """Largest coupled id of a sample of this size (before any training offset): the end mark."""
+    return size + 1
 
 
 def sample(sizes: torch.Tensor, g: torch.Generator, alphabet: int = 4) -> Samples:

@@ -1,8 +1,8 @@
-"""Variable assignment: follow a chain of assignments in a shuffled program (SPEC.md section 4).
+"""Variable assignment: follow a chain of assignments in a shuffled program (docs/reconstruction.md, "Position coupling and PPC").
 
 Format [ours, a reconstruction]: N program lines (every line defines a distinct variable), then
 the query ``? q >``. A line is ``v = w ;`` (w another variable) or ``v = d_1 .. d_m ;`` (a
-constant of m digits, m uniform in ``value_digits``; SPEC.md's ``a=7;`` is m = 1). The lines
+constant of m digits, m uniform in ``value_digits``; the one-digit ``a = 7 ;`` is m = 1). The lines
 form chains ``u_0 = u_1 ; u_1 = u_2 ; .. u_{d-1} = c ;`` (shuffled together with other chains);
 the query asks for the chain of depth d starting at q = u_0, and the response walks it from the
 queried variable to its constant, one variable per step, then copies the constant's digits:
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from sparselen.tasks.seq2seq import PAD, Samples, assemble
+from sparselen.ppc.samples import PAD, Samples, assemble
 
 MAX_VARIABLES = 64
 VOCAB = ("<pad>", "=", ";", "?", ">", "$") + tuple("0123456789") + tuple(f"v{i}" for i in range(MAX_VARIABLES))
@@ -35,6 +35,14 @@ SIZE = "program lines N"
 def max_prompt_len(lines: int, value_digits=(1, 1)) -> int:
     """Longest prompt of a program with this many lines (every line a longest constant)."""
     return lines * (3 + value_digits[1]) + 3
+
+IDS_DEPEND_ON_INPUT = True  # a response token's id is that of the line defining it
+
+
+def max_coupled_id(size: int, value_digits=(1, 1), **params) -> int:
+    """Largest coupled id of a sample of this size (before any training offset): the prompt's
+    last token, ``>``."""
+    return max_prompt_len(size, value_digits) - 1
 
 
 def sample(sizes: torch.Tensor, g: torch.Generator, num_variables: int = 32, max_depth: int = 3,

@@ -1,0 +1,100 @@
+"""The one job interface: a rule names its inputs, outputs, params and config subtree once,
+and the package function of the same name receives them by name.
+
+Every rule runs ``workflow/scripts/job.py`` through Snakemake's ``script:`` directive; that
+script calls ``run(snakemake)``, which maps the rule ``<slice>_<step>`` to the function
+``sparselen.<slice>.jobs.<step>(job)``. ``job`` is Snakemake's own object (``job.input.model``,
+``job.output.table``, ``job.params.train``, ``job.wildcards.seed``, ``job.threads``,
+``job.log``, ``job.config``); ``Job`` below builds the same thing by hand, for tests and for
+calling a step from Python without Snakemake.
+
+Runtime knobs (``device``, ``compile``, ``threads``) do not change the numbers a job computes,
+so no rule passes them as params (a change would rerun jobs) and no config hash contains
+them: a job reads them from ``job.config`` through ``runtime``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import torch
+
+from sparselen.device import configure_cpu, resolve_device
+
+
+@dataclass(frozen=True)
+class Runtime:
+    device: torch.device
+    compile: bool
+    threads: int
+
+
+def runtime(job) -> Runtime:
+    """The job's runtime knobs from the top of the validated config."""
+    c = job.config
+    return Runtime(resolve_device(c["device"]), bool(c["compile"]), int(c["threads"]))
+
+
+@dataclass
+class Job:
+    """A job built by hand, shaped like the object Snakemake hands a ``script:``."""
+
+    rule: str
+    input: SimpleNamespace = field(default_factory=SimpleNamespace)
+    output: SimpleNamespace = field(default_factory=SimpleNamespace)
+    params: SimpleNamespace = field(default_factory=SimpleNamespace)
+    wildcards: SimpleNamespace = field(default_factory=SimpleNamespace)
+    log: list = field(default_factory=list)
+    threads: int = 1
+    config: dict = field(default_factory=lambda: {"device": "cpu", "compile": False, "threads": 1})
+
+    @classmethod
+    def of(cls, rule: str, *, input=None, output=None, params=None, wildcards=None, config=None) -> "Job":
+        """``Job.of("parity_table", input={"evals": [...]}, output={"csv": ..., "md": ...})``."""
+        ns = lambda d: SimpleNamespace(**(d or {}))  # noqa: E731
+        job = cls(rule, ns(input), ns(output), ns(params), ns({k: str(v) for k, v in (wildcards or {}).items()}))
+        if config is not None:
+            job.config = {**job.config, **config}
+        return job
+
+
+def step_function(rule: str):
+    """``parity_train`` -> ``sparselen.parity.jobs.train``."""
+    slice_, _, step = rule.partition("_")
+    module = importlib.import_module(f"sparselen.{slice_}.jobs")
+    try:
+        return getattr(module, step)
+    except AttributeError:
+        raise AttributeError(f"rule {rule!r} has no step function sparselen.{slice_}.jobs.{step}") from None
+
+
+@contextlib.contextmanager
+def log_to(paths):
+    """Send the job's stderr (logging, progress bars, tracebacks) to its log file."""
+    if not paths:
+        yield
+        return
+    with open(paths[0], "w") as f, contextlib.redirect_stderr(f):
+        handler = logging.StreamHandler(f)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root = logging.getLogger()
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+        try:
+            yield
+        except BaseException:
+            logging.getLogger(__name__).exception("job failed")
+            raise
+        finally:
+            root.removeHandler(handler)
+
+
+def run(job) -> None:
+    """Run the step function of ``job.rule`` with the job's threads and log."""
+    with log_to(list(job.log)):
+        configure_cpu(job.threads)
+        step_function(job.rule)(job)

@@ -1,0 +1,33 @@
+"""Cross-key checks of the ``language`` section (the schema has checked each key alone).
+Whether corpus paths exist is checked by the corpus job, the first of the slice (the
+paper-scale config names C4 shards that only exist where it runs)."""
+
+from __future__ import annotations
+
+from sparselen.config import model_errors
+
+
+def config_errors(p: dict) -> list[str]:
+    out = []
+    short, long = p["contexts"]["short"], p["contexts"]["long"]
+    if short >= long:
+        out.append(f"language.contexts = {p['contexts']}: short must be below long")
+    a = p["analysis"]
+    if max(a["k"]) > long - short:
+        out.append(f"language.analysis.k = {a['k']}: k cannot exceed the far context long - short = {long - short}")
+    if p["eval"]["length"] < long:
+        out.append(f"language.eval.length = {p['eval']['length']}: must reach the long context ({long})")
+    schemes = set(p["schemes"]["short"]) | set(p["schemes"]["long"])
+    target = p["pose"].get("target_length")
+    if "pose" in schemes and (target is None or target < p["eval"]["length"]):
+        out.append(f"language.pose.target_length = {target}: must be at least language.eval.length "
+                   f"({p['eval']['length']}) when a pose model is trained")
+    if p["train"]["batch_tokens"] < long:
+        out.append(f"language.train.batch_tokens = {p['train']['batch_tokens']}: below one long-context row ({long})")
+    out += model_errors("language.model", p["model"])
+    c = p["corpus"]
+    if c["source"] == "files" and not c["paths"]:
+        out.append("language.corpus.paths = []: source 'files' needs .txt, .jsonl or .json.gz files or directories")
+    elif c["source"] != "files" and c["paths"]:
+        out.append(f"language.corpus.paths = {c['paths']}: only read with language.corpus.source = files")
+    return out

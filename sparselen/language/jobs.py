@@ -1,0 +1,144 @@
+"""The steps of the ``language_*`` rules (workflow/rules/language.smk), one function each;
+every function receives the rule's named inputs, outputs, params and wildcards
+(sparselen/jobs.py)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+import torch
+
+from sparselen import io
+from sparselen.jobs import runtime
+from sparselen.language import analysis, corpus as corpora, data, report, tokenizer as tokenizers
+from sparselen.language.evaluate import loss_by_position as losses_by_position
+from sparselen.language.evaluate import position_bins
+from sparselen.model import ModelConfig
+from sparselen.provenance import provenance
+from sparselen.rng import generator
+from sparselen.stats import t_interval
+from sparselen.train import RunFiles, TrainConfig, load_model
+from sparselen.train import train as train_model
+
+log = logging.getLogger(__name__)
+
+
+def corpus(job) -> None:
+    """Read the documents and split them by document (params.corpus = language.corpus)."""
+    cfg = job.params.corpus
+    split = corpora.split_documents(corpora.read_documents(cfg), cfg["eval_fraction"], cfg["seed"])
+    io.write_json(job.output.corpus, split)
+    summary = {name: {"documents": len(d), "characters": sum(len(x["text"]) for x in d)} for name, d in split.items()}
+    io.write_json(job.output.summary, {**summary, "provenance": provenance(cfg, cfg["seed"])})
+    log.info("corpus: %s", summary)
+
+
+def tokenizer(job) -> None:
+    """BPE trained on the training split, or OLMo's file (params.tokenizer = language.tokenizer)."""
+    cfg = job.params.tokenizer
+    if cfg["kind"] == "olmo":
+        tokenizers.fetch_olmo_tokenizer(job.output.tokenizer)
+        return
+    texts = [d["text"] for d in io.read_json(job.input.corpus)["train"]]
+    tok = tokenizers.train_bpe(texts, cfg["vocab_size"], cfg["min_frequency"])
+    with io.atomic_path(job.output.tokenizer) as tmp:
+        tok.save(str(tmp))
+
+
+def tokens(job) -> None:
+    """Training stream (packed, EOS-separated) and held-out documents as token ids."""
+    split, tok = io.read_json(job.input.corpus), tokenizers.load(job.input.tokenizer)
+    ids = {name: tokenizers.encode(tok, [d["text"] for d in docs]) for name, docs in split.items()}
+    stream = data.pack(ids["train"], tokenizers.eos_id(tok)).to(torch.int32)
+    eval_docs = [torch.tensor(d, dtype=torch.int32) for d in ids["eval"]]
+    counts = {"train_tokens": len(stream), "eval_tokens": sum(map(len, eval_docs)),
+              "eval_median_document_tokens": int(np.median([len(d) for d in eval_docs]))}
+    io.torch_save({"train": stream, "eval": eval_docs, "vocab_size": tokenizers.vocab_size(tok),
+                   "provenance": provenance(None, None, **counts)}, job.output.tokens)
+    log.info("tokens: %s", counts)
+
+
+def train(job) -> dict:
+    """One LM (wildcards ctx, scheme, seed): params model, pose, train."""
+    p, w = job.params, job.wildcards
+    context, scheme, seed = int(w.ctx), w.scheme, int(w.seed)
+    rt = runtime(job)
+    toks = data.load_tokens(job.input.tokens)
+    mc = ModelConfig(vocab_size=toks["vocab_size"], scheme=scheme, **p.model)
+    batch_size = max(1, p.train["batch_tokens"] // context)
+    tc = TrainConfig.from_section(p.train, seed, p.pose, batch_size=batch_size)
+    identity = {"model": p.model, "pose": p.pose, "train": p.train, "context": context, "scheme": scheme,
+                "seed": seed, "vocab_size": toks["vocab_size"]}
+    batches = data.training_batches(toks["train"], context, batch_size, seed)
+    return train_model(mc, tc, batches, RunFiles.of(job), identity, rt.device,
+                       {"context": context, "scheme": scheme}, rt.compile)
+
+
+def loss_by_position(job) -> None:
+    """Mean loss vs context size on held-out windows, binned (params.eval = language.eval)."""
+    cfg, dev = job.params.eval, runtime(job).device
+    model, prov = load_model(job.input.model, dev)
+    docs = data.load_tokens(job.input.tokens)["eval"]
+    length = cfg["length"]
+    positions = data.sample_positions(docs, length, cfg["windows"], generator("language-eval", cfg["seed"]))
+    windows = torch.stack([docs[d][t - length:t + 1] for d, t in positions])
+    losses = losses_by_position(model, windows, cfg["batch_size"], dev)  # column j: j + 1 tokens of context
+    rows = []
+    for lo, hi in position_bins(length):
+        per_window = losses[:, lo - 1:hi - 1].mean(1).numpy()
+        mean, low, high = t_interval(per_window)
+        rows.append({"context": prov["run"]["context"], "scheme": prov["run"]["scheme"], "seed": prov["seed"],
+                     "position": float(np.sqrt(lo * (hi - 1))), "bin_low": lo, "bin_high": hi - 1,
+                     "mean": mean, "ci_low": low, "ci_high": high, "n": len(per_window)})
+    io.write_csv(pd.DataFrame(rows), job.output.losses)
+
+
+def analyze(job) -> None:
+    """Screen tokens, then greedy and cheap-selector L_k (params analysis, contexts)."""
+    a, ctx, dev = job.params.analysis, job.params.contexts, runtime(job).device
+    model, prov = load_model(job.input.model, dev)
+    docs = data.load_tokens(job.input.tokens)["eval"]
+    short, long = ctx["short"], ctx["long"]
+    screened = analysis.screen(model, docs, a, short, long, dev)
+    screened["seed"] = prov["seed"]
+    io.write_csv(screened, job.output.screen)
+    n = int(screened["analysed"].sum())
+    log.info("%d of %d tokens have benefit >= %s; analysing %d", int((screened["benefit"] >= a["min_benefit"]).sum()),
+             len(screened), a["min_benefit"], n)
+    if n < 2:
+        raise ValueError(f"only {n} of {len(screened)} screened tokens have L_short - L_long >= "
+                         f"language.analysis.min_benefit = {a['min_benefit']}; lower it or raise candidates")
+    deps = analysis.sparse_dependency(model, docs, screened, a, short, long, dev)
+    deps["seed"] = prov["seed"]
+    deps["config_hash"] = prov["config_hash"]
+    io.write_csv(deps, job.output.deps)
+
+
+def transfer(job) -> None:
+    """A model's losses on the analysed tokens at both contexts (params contexts, batch_size)."""
+    dev = runtime(job).device
+    model, prov = load_model(job.input.model, dev)
+    docs = data.load_tokens(job.input.tokens)["eval"]
+    screened = pd.read_csv(job.input.screen)
+    toks = screened[screened["analysed"]]
+    short, long = job.params.contexts["short"], job.params.contexts["long"]
+    losses = analysis.context_losses(model, docs, list(zip(toks["doc"], toks["t"])), [short, long],
+                                     job.params.batch_size, dev)
+    df = pd.DataFrame({"doc": toks["doc"].values, "t": toks["t"].values, "context": prov["run"]["context"],
+                       "scheme": prov["run"]["scheme"], "seed": prov["seed"],
+                       "loss_short": losses[short].numpy(), "loss_long": losses[long].numpy()})
+    df["gain"] = df["loss_short"] - df["loss_long"]
+    io.write_csv(df, job.output.losses)
+
+
+def tables(job) -> None:
+    i = job.input
+    report.tables(job.params.analysis, i.deps, i.transfer, i.position, job.output)
+
+
+def figures(job) -> None:
+    i, ctx = job.input, job.params.contexts
+    report.figures(ctx["short"], ctx["long"], job.params.min_benefit, i.table, i.generalization, i.position,
+                   i.screen, job.output)

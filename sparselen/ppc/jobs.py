@@ -1,0 +1,91 @@
+"""The steps of the ``ppc_*`` rules (workflow/rules/ppc.smk), one function each; every
+function receives the rule's named inputs, outputs, params and wildcards (sparselen/jobs.py).
+
+Every task is trained on short inputs with each scheme and evaluated by greedy generation on
+inputs up to several times longer."""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+import torch
+
+from sparselen import io
+from sparselen.jobs import runtime
+from sparselen.model import ModelConfig
+from sparselen.ppc import report
+from sparselen.ppc.checks import task_model
+from sparselen.ppc.evaluate import evaluate_cells
+from sparselen.ppc.samples import random_offsets, to_batch
+from sparselen.ppc.tasks import TASKS, sampler_params
+from sparselen.provenance import provenance
+from sparselen.rng import generator
+from sparselen.train import RunFiles, TrainConfig, load_model
+from sparselen.train import train as train_model
+
+log = logging.getLogger(__name__)
+
+
+def eval_data(job) -> None:
+    """``n`` samples per evaluated size (params sampler, sizes, eval), from a generator seeded
+    by (eval seed, task, size), shared by every model."""
+    task, e = job.wildcards.task, job.params.eval
+    cells = {}
+    for size in job.params.sizes:
+        s = TASKS[task].sample(torch.full((e["n"],), size), generator("ppc-eval", e["seed"], task, size),
+                               **job.params.sampler)
+        cells[size] = vars(s)
+    prov = provenance({"sampler": job.params.sampler, "sizes": job.params.sizes, "eval": e}, e["seed"])
+    io.torch_save({"task": task, "cells": cells, "provenance": prov}, job.output.eval_set)
+    log.info("wrote %s evaluation cells %s to %s", task, list(cells), job.output.eval_set)
+
+
+def training_batches(task: str, task_cfg: dict, seed: int, batch_size: int, max_position_id: int, offset: bool):
+    """``step -> Batch``, a pure function of (task, seed, step): sizes uniform in the training
+    range, coupled ids shifted by a random start offset when ``offset``."""
+    module, (lo, hi), params = TASKS[task], task_cfg["train_sizes"], sampler_params(task_cfg)
+
+    def batch_fn(step: int):
+        g = generator("ppc-train", task, seed, step)
+        s = module.sample(torch.randint(lo, hi + 1, (batch_size,), generator=g), g, **params)
+        return to_batch(s, random_offsets(s, max_position_id, g) if offset else None)
+
+    return batch_fn
+
+
+def train(job) -> dict:
+    """One model (wildcards task, scheme, seed): params model, train, task, max_position_id,
+    random_offset, id_embedding, position_loss_weight."""
+    p, w = job.params, job.wildcards
+    task, scheme, seed = w.task, w.scheme, int(w.seed)
+    rt = runtime(job)
+    mc = ModelConfig(vocab_size=len(TASKS[task].VOCAB), scheme=scheme, max_position_id=p.max_position_id,
+                     id_embedding=scheme in p.id_embedding, **task_model(p.model, p.task))
+    train_cfg = {**p.train, **({"steps": p.task["steps"]} if "steps" in p.task else {})}
+    tc = TrainConfig.from_section(train_cfg, seed, position_loss_weight=p.position_loss_weight)
+    identity = {"model": p.model, "train": p.train, "task": p.task, "max_position_id": p.max_position_id,
+                "random_offset": p.random_offset, "id_embedding": p.id_embedding,
+                "position_loss_weight": p.position_loss_weight, "task_name": task, "scheme": scheme, "seed": seed}
+    batches = training_batches(task, p.task, seed, tc.batch_size, p.max_position_id, p.random_offset)
+    return train_model(mc, tc, batches, RunFiles.of(job), identity, rt.device, {"task": task, "scheme": scheme},
+                       rt.compile)
+
+
+def evaluate(job) -> None:
+    """One model by generation on its task's evaluation set (params.batch_size)."""
+    dev = runtime(job).device
+    model, prov = load_model(job.input.model, dev)
+    data = torch.load(job.input.eval_set, weights_only=False)
+    df = pd.DataFrame(evaluate_cells(model, data["cells"], job.params.batch_size, dev, task=data["task"],
+                                     seed=prov["seed"]))
+    df["config_hash"] = prov["config_hash"]
+    io.write_csv(df, job.output.eval)
+
+
+def table(job) -> None:
+    report.table(job.input.evals, job.output.csv, job.output.md)
+
+
+def figure(job) -> None:
+    report.figure(job.input.table, job.params.train_max_sizes, job.output.png, job.output.pdf)

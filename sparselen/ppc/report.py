@@ -1,0 +1,52 @@
+"""The PPC table (mean and 95% t-interval over seeds per task, scheme and size) and figure."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from sparselen.ppc.tasks import TASKS
+from sparselen.provenance import provenance
+from sparselen.stats import summarize
+from sparselen.tables import read_tables, runs_provenance, write_table
+
+SCHEME_STYLES = {"nope": {"color": "tab:gray"}, "rope": {"color": "tab:orange"},
+                 "coupled": {"color": "tab:blue"}, "ppc": {"color": "tab:green"}}
+IDS_ONLY = " (position ids only)"
+
+
+def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
+    """Per (task, scheme, size), with a ``metric`` column: ``exact_match`` for every scheme,
+    and ``position_ids`` (predicted ids all right) for ppc."""
+    df = read_tables(eval_csvs)
+    by = ["task", "scheme", "size"]
+    parts = [summarize(df, by, "accuracy").assign(metric="exact_match")]
+    ppc = df[df["scheme"] == "ppc"]
+    if not ppc.empty:
+        parts.append(summarize(ppc, by, "position_accuracy").assign(metric="position_ids"))
+    counts = df.groupby(by)[["n", "prompt_tokens"]].agg({"n": "sum", "prompt_tokens": "first"}).reset_index()
+    t = pd.concat(parts, ignore_index=True).merge(counts.rename(columns={"n": "n_samples"}), on=by)
+    t = t[["task", "scheme", "metric", "size", "prompt_tokens", "mean", "ci_low", "ci_high",
+           "n_seeds", "n_samples"]].sort_values(["task", "metric", "scheme", "size"])
+    prov = runs_provenance(df)
+    write_table(t, out_csv, out_md, "Position coupling and PPC: exact-match accuracy by task, scheme and "
+                "input size (mean and 95% t-interval over seeds)", prov)
+    return t
+
+
+def figure(table_csv, train_max_sizes: dict, out_png, out_pdf) -> None:
+    """One panel per task, one curve per scheme (and the ppc position-id accuracy, dashed);
+    dashed grey line = longest training size."""
+    from sparselen.plotting import plot_panels, save_figure  # matplotlib only where a figure is drawn
+
+    t = pd.read_csv(table_csv)
+    t["curve"] = t["scheme"].where(t["metric"] == "exact_match", t["scheme"] + IDS_ONLY)
+    styles = {}
+    for scheme, style in SCHEME_STYLES.items():
+        styles |= {scheme: style, scheme + IDS_ONLY: {**style, "ls": "--"}}
+    seeds = int(t["n_seeds"].max())
+    fig = plot_panels(t, "task", "curve", x="size", xlabel="input size", ylabel="exact-match accuracy",
+                      styles=styles, xlabels={name: module.SIZE for name, module in TASKS.items()},
+                      vlines={name: train_max_sizes[name] for name in t["task"].unique() if name in train_max_sizes},
+                      title=f"Position coupling and PPC: accuracy vs input size (mean, 95% interval over "
+                            f"{seeds} seeds; dashed: longest training size)")
+    save_figure(fig, out_png, out_pdf, provenance(None, None, table=str(table_csv)))

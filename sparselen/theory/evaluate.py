@@ -1,0 +1,47 @@
+"""Evaluation of a trained theory model at Lbar = ratio * L: log loss of the label (the risk
+the paper's bound controls) and 0-1 error, on samples shared by every model."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+import pandas as pd
+
+from sparselen.rng import generator
+from sparselen.theory.sfa import SFAModel
+from sparselen.theory.task import PlantedConfig, sample
+
+
+def sfa_predict(model: SFAModel):
+    def predict(tokens, position_ids):
+        return model(tokens, position_ids)
+
+    return predict
+
+
+def gpt_predict(model, pc: PlantedConfig, coupled: bool):
+    """Label logits of a GPT-NeoX: its next-token logits at the query, restricted to the q values."""
+
+    def predict(tokens, position_ids):
+        ids = position_ids.expand(tokens.shape[0], -1) if coupled else None
+        logits, _ = model(tokens, ids)
+        return logits[:, -1, : pc.n_values].float()
+
+    return predict
+
+
+@torch.no_grad()
+def evaluate(predict, pc: PlantedConfig, lengths: dict, n: int, eval_seed: int, batch_size: int) -> pd.DataFrame:
+    """Log loss and 0-1 error at each {ratio: length}, on samples shared by every model
+    (drawn from ``eval_seed``, the law and the length only)."""
+    rows = []
+    for ratio, length in lengths.items():
+        s = sample(pc, length, n, generator("theory-eval", eval_seed, pc.positions, pc.k, length))
+        nll, wrong = 0.0, 0
+        for i in range(0, n, batch_size):
+            logits = predict(s.tokens[i:i + batch_size], s.position_ids)
+            y = s.label[i:i + batch_size]
+            nll += float(F.cross_entropy(logits, y, reduction="sum"))
+            wrong += int((logits.argmax(-1) != y).sum())
+        rows.append({"ratio": ratio, "length": length, "n": n, "log_loss": nll / n, "error": wrong / n})
+    return pd.DataFrame(rows)

@@ -1,0 +1,88 @@
+"""The steps of the ``theory_*`` rules (workflow/rules/theory.smk), one function each; every
+function receives the rule's named inputs, outputs, params and wildcards (sparselen/jobs.py).
+
+A run trains and evaluates in one job: the evaluation takes seconds, while a separate job
+would pay another interpreter start for every run of the grid."""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+import torch
+
+from sparselen import io
+from sparselen.jobs import runtime
+from sparselen.model import ModelConfig
+from sparselen.provenance import config_hash, provenance
+from sparselen.theory import report
+from sparselen.theory.evaluate import evaluate, gpt_predict, sfa_predict
+from sparselen.theory.sfa import sfa_window, train_sfa
+from sparselen.theory.task import eval_lengths, gpt_batches, planted_config, valid_lengths
+from sparselen.train import RunFiles, TrainConfig, load_model
+from sparselen.train import train as train_model
+
+log = logging.getLogger(__name__)
+
+
+def _setting(job):
+    """(planted config, training lengths, {ratio: Lbar}, run labels) of a theory run."""
+    p, w = job.params, job.wildcards
+    pc = planted_config(p.task, w.dist, int(w.k))
+    lo, L = p.train["lengths"]
+    run = {"distribution": w.dist, "k": int(w.k), "seed": int(w.seed)}
+    return pc, valid_lengths(pc, lo, L), eval_lengths(L, p.eval["ratios"]), run
+
+
+def _write_eval(job, predict, pc, targets, labels: dict) -> None:
+    p = job.params
+    df = evaluate(predict, pc, targets, p.eval["n"], p.eval["seed"], p.eval["batch_size"])
+    for key, value in {**labels, "n_values": pc.n_values}.items():
+        df[key] = value
+    io.write_csv(df, job.output.eval)
+    log.info("%s", df[["ratio", "length", "log_loss", "error"]].to_string(index=False))
+
+
+def run_sfa(job) -> None:
+    """The idealized sparse-functional-attention model (params task, train, eval, sfa) on one
+    (distribution, k, seed); always on CPU (tuples are gathered, not a GPU-shaped workload)."""
+    p = job.params
+    pc, lengths, targets, run = _setting(job)
+    window = sfa_window(pc, p.sfa["window"], lengths)
+    net, rows = train_sfa(pc, p.sfa, lengths, run["seed"], window)
+    identity = {"task": p.task, "train": p.train, "eval": p.eval, "sfa": p.sfa}
+    prov = provenance(identity, run["seed"], torch.device("cpu"), run={"model": "sfa", **run})
+    io.torch_save({"model": net.state_dict(), "planted": pc.to_dict(), "window": window, "sfa": p.sfa,
+                   "provenance": prov}, job.output.model)
+    io.write_csv(pd.DataFrame(rows), job.output.log_csv)
+    io.write_json(job.output.summary, {"model": "sfa", **run, "final_loss": rows[-1]["loss"] if rows else None,
+                                       "parameters": sum(x.numel() for x in net.parameters()), **prov})
+    _write_eval(job, sfa_predict(net), pc, targets, {"model": "sfa", **run, "window": window, "scheme": "relative",
+                                                     "config_hash": config_hash(identity)})
+
+
+def run_gpt(job) -> None:
+    """A GPT-NeoX (params task, train, eval, gpt) on one (distribution, k, seed), with the
+    scheme ``gpt.schemes[distribution]``."""
+    p = job.params
+    pc, lengths, targets, run = _setting(job)
+    rt = runtime(job)
+    g = p.gpt
+    scheme = g["schemes"][run["distribution"]]
+    mc = ModelConfig(vocab_size=pc.vocab_size, scheme=scheme, **g["model"])
+    longest = max(targets.values()) + 1
+    tc = TrainConfig.from_section(g["train"], run["seed"], {"chunks": g["pose"]["chunks"], "target_length": longest})
+    batches = gpt_batches(pc, lengths, tc.batch_size, run["seed"], scheme == "coupled", longest)
+    identity = {"task": p.task, "train": p.train, "eval": p.eval, "gpt": g, "model": "gpt", **run}
+    train_model(mc, tc, batches, RunFiles.of(job), identity, rt.device, {"model": "gpt", **run}, rt.compile)
+    net, prov = load_model(job.output.model, rt.device)
+    _write_eval(job, gpt_predict(net, pc, scheme == "coupled"), pc, targets,
+                {"model": "gpt", **run, "window": None, "scheme": scheme, "config_hash": prov["config_hash"]})
+
+
+def table(job) -> None:
+    report.table(job.input.evals, job.output, job.params.floor)
+
+
+def figure(job) -> None:
+    report.figure(job.input.table, job.params.train_max_length, job.params.floor, job.output.png, job.output.pdf)

@@ -1,0 +1,15 @@
+"""Run one workflow step in a process of its own, as Snakemake's `script:` would (tests kill
+it): ``python tests/run_job.py '<json: Job.of keyword arguments, with "rule">'``."""
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sparselen.jobs import Job, run  # noqa: E402
+
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+spec = json.loads(sys.argv[1])
+run(Job.of(spec.pop("rule"), **spec))
