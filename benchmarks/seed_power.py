@@ -1,0 +1,82 @@
+"""Seed power: how often each claim tested over training seeds reaches a decisive verdict
+(holds or fails) with n seeds, and how often that verdict agrees with the one on all seeds.
+
+Runs of one or more results directories are pooled (e.g. the default run and its
+``seed_offset: 10`` rerun); for every n from 2 to the pooled seed count, ``--draws`` random
+subsets of n seeds are checked with the report's own claims code. This is what the seed counts
+of config.yaml were chosen from: the smallest n whose decisive share is high within the
+default's time budget.
+
+    python benchmarks/seed_power.py results other/results --configfile config.yaml --draws 20
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sparselen import config
+from sparselen.ppc.tasks import TASKS
+from sparselen.report import claims as cl
+from sparselen.tables import read_tables
+
+EVALS = {"parity": "parity/K*/seed*/eval.csv", "ppc": "ppc/*/*/seed*/eval.csv",
+         "theory": "theory/*/*/k*/seed*/eval.csv"}
+
+
+def pooled(dirs: list[Path]) -> dict[str, pd.DataFrame]:
+    """Every slice's per-run evaluation rows from ``dirs``; a seed seen twice is read once."""
+    out = {}
+    for name, pattern in EVALS.items():
+        paths = {p.relative_to(d): p for d in dirs for p in sorted(d.glob(pattern))}
+        if paths:
+            out[name] = read_tables(sorted(paths.values()))
+    return out
+
+
+def settings(cfg: dict, n_boot: int) -> cl.Settings:
+    r, ppc = cfg["report"], cfg.get("ppc", {})
+    return cl.Settings(n_boot=n_boot, seed=r["seed"], level=r["level"],
+                       parity_train_lengths=tuple(cfg.get("parity", {}).get("train", {}).get("lengths", (0, 0))),
+                       ppc_train_sizes={t: ppc[t]["train_sizes"] for t in ppc.get("tasks", [])},
+                       ppc_input_dependent=tuple(n for n, t in TASKS.items() if t.IDS_DEPEND_ON_INPUT),
+                       theory_floor=cfg.get("theory", {}).get("floor", 0.0))
+
+
+def power(claim: cl.Claim, table: pd.DataFrame, s: cl.Settings, draws: int) -> pd.DataFrame:
+    seeds = cl.units_of(table, "seed")
+    full = cl.combine(claim.test(table, s))[0]
+    rng = s.rng("power", claim.id)
+    rows = []
+    for n in range(2, len(seeds) + 1):
+        picks = [rng.choice(seeds, n, replace=False) for _ in range(draws if n < len(seeds) else 1)]
+        verdicts = [cl.combine(claim.test(table[table["seed"].isin(p)], s))[0] for p in picks]
+        decisive = [v for v in verdicts if v in (cl.HOLDS, cl.FAILS)]
+        rows.append({"claim": claim.id, "seeds": n, "draws": len(picks), "all_seeds": full,
+                     "decisive": len(decisive) / len(picks),
+                     "agrees": float(np.mean([v == full for v in decisive])) if decisive else np.nan})
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", nargs="+", type=Path, help="results directories to pool")
+    ap.add_argument("--configfile", nargs="+", default=["config.yaml"])
+    ap.add_argument("--draws", type=int, default=20, help="random seed subsets per n")
+    ap.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates per check")
+    a = ap.parse_args()
+    cfg = config.load(a.configfile)
+    data, s = pooled(a.results), settings(cfg, a.bootstrap)
+    parts = [power(c, data[c.slice], s, a.draws) for c in cl.CLAIMS
+             if c.unit == "seed" and c.slice in data]
+    table = pd.concat(parts, ignore_index=True)
+    for name, t in data.items():
+        print(f"{name}: seeds {sorted(t['seed'].unique().tolist())}")
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+
+
+if __name__ == "__main__":
+    main()
