@@ -14,7 +14,7 @@
 # set up here (not root, no apt-get, failed install, another SLURM config): the test skips on 3
 # and fails on anything else.
 #
-# Settings that work with Debian 12's slurm-wlm 22.05 in a container (see issue 6):
+# Settings that work with Debian 12's slurm-wlm 22.05 in a container:
 # proctrack/linuxproc and task/none (no cgroups), select/cons_tres, no accounting database,
 # RealMemory from `slurmd -C`, MinJobAge=600 so `squeue` still lists finished jobs when
 # Snakemake asks (the plugin's --slurm-status-command squeue needs MinJobAge >= 3x its first
