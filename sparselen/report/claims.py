@@ -243,7 +243,7 @@ def _parity_groups(runs: pd.DataFrame, s: Settings):
         yield f"K_train={K}", int(K), rows, ks, note
 
 
-NOT_LEARNED = "train longer or a larger model until every k_test <= K_train fits (configs/cpu-extended.yaml)"
+NOT_LEARNED = "train longer or a larger model until every k_test <= K_train fits (configs/paper.yaml: the paper's sizes)"
 
 
 def _margins(rows: pd.DataFrame, s: Settings, *key) -> tuple:
@@ -261,14 +261,18 @@ def _margins(rows: pd.DataFrame, s: Settings, *key) -> tuple:
     return long_.index.to_numpy(float), long_.to_numpy(), in_.to_numpy(), longest
 
 
+def _too_few_to_rank(name: str, ks: list[int], note: str) -> Result:
+    return gate_result(name, f"{len(ks)} fitted k_test <= K_train (a rank needs {MIN_RANK_CELLS})"
+                       + (f"; {note}" if note else ""), f"K_train >= {MIN_RANK_CELLS} with every k_test <= K_train "
+                       "learned (configs/paper.yaml: K_train 4 to 12)")
+
+
 def parity_rank(runs: pd.DataFrame, s: Settings) -> list[Result]:
     """P1: accuracy at the longest length falls with k_test, over the fitted k_test <= K_train."""
     out = []
     for name, K, rows, ks, note in _parity_groups(runs, s):
         if len(ks) < MIN_RANK_CELLS:
-            out.append(gate_result(name, f"{len(ks)} fitted k_test <= K_train (a rank needs {MIN_RANK_CELLS})"
-                                   + (f"; {note}" if note else ""), f"K_train >= {MIN_RANK_CELLS} with every "
-                                   "k_test <= K_train learned (configs/cpu-extended.yaml, configs/paper.yaml)"))
+            out.append(_too_few_to_rank(name, ks, note))
             continue
         k, long_, _, longest = _margins(rows, s, "P1", K)
         rho = spearman(k, long_[:, 0])
@@ -299,9 +303,7 @@ def parity_denser_falls_faster(runs: pd.DataFrame, s: Settings) -> list[Result]:
     out = []
     for name, K, rows, ks, note in _parity_groups(runs, s):
         if len(ks) < MIN_RANK_CELLS:
-            out.append(gate_result(name, f"{len(ks)} fitted k_test <= K_train (a rank needs {MIN_RANK_CELLS})"
-                                   + (f"; {note}" if note else ""), f"K_train >= {MIN_RANK_CELLS} with every "
-                                   "k_test <= K_train learned (configs/cpu-extended.yaml, configs/paper.yaml)"))
+            out.append(_too_few_to_rank(name, ks, note))
             continue
         k, long_, in_, longest = _margins(rows, s, "P3", K)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -409,7 +411,7 @@ def ppc_predicts_ids(runs: pd.DataFrame, s: Settings) -> list[Result]:
 
 # ----------------------------------------------------------------------------- natural language
 
-NO_BENEFIT = "a model that uses its long context (more training tokens or a larger model: configs/cpu-extended.yaml)"
+NO_BENEFIT = "a model that uses its long context (more training tokens or a larger model: configs/paper.yaml)"
 
 
 def language_benefit(screen: pd.DataFrame, s: Settings) -> Result:
