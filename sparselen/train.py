@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from sparselen import io
+from sparselen.architectures import build_model, config_from_dict
 from sparselen.batch import IGNORE, Batch
 from sparselen.device import autocast
 from sparselen.model import GPTNeoX, ModelConfig
@@ -147,7 +148,7 @@ def train(
     chash = config_hash(identity)
     checkpoint = files.checkpoint
     torch.manual_seed(cfg.seed)
-    model = GPTNeoX(model_cfg).to(device)
+    model = build_model(model_cfg).to(device)
     opt = make_optimizer(model, cfg.optim)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.optim, cfg.steps))
     step, rows = 0, []
@@ -215,7 +216,7 @@ def train(
 def load_model(path, device: torch.device = torch.device("cpu")) -> tuple[GPTNeoX, dict]:
     """Load a trained model file written by ``train``; returns (model in eval mode, provenance)."""
     state = torch.load(path, map_location=device, weights_only=False)
-    model = GPTNeoX(ModelConfig(**state["model_config"])).to(device)
+    model = build_model(config_from_dict(state["model_config"])).to(device)
     model.load_state_dict(state["model"])
     model.eval()
     return model, state["provenance"]

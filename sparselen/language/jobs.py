@@ -11,11 +11,11 @@ import pandas as pd
 import torch
 
 from sparselen import io
+from sparselen.architectures import model_config
 from sparselen.jobs import runtime
 from sparselen.language import analysis, corpus as corpora, data, report, tokenizer as tokenizers
 from sparselen.language.evaluate import loss_by_position as losses_by_position
 from sparselen.language.evaluate import position_bins
-from sparselen.model import ModelConfig
 from sparselen.provenance import provenance
 from sparselen.rng import generator
 from sparselen.stats import t_interval
@@ -66,7 +66,7 @@ def train(job) -> dict:
     context, scheme, seed = int(w.ctx), w.scheme, int(w.seed)
     rt = runtime(job)
     toks = data.load_tokens(job.input.tokens)
-    mc = ModelConfig(vocab_size=toks["vocab_size"], scheme=scheme, **p.model)
+    mc = model_config(p.model, toks["vocab_size"], scheme=scheme)
     batch_size = max(1, p.train["batch_tokens"] // context)
     tc = TrainConfig.from_section(p.train, seed, p.pose, batch_size=batch_size)
     identity = {"model": p.model, "pose": p.pose, "train": p.train, "context": context, "scheme": scheme,
