@@ -59,10 +59,10 @@ def check(config: dict, source: str) -> None:
 def model_errors(where: str, model: dict) -> list[str]:
     """A model section's own consistency, by building its ``ModelConfig`` (the one place
     those rules live); ``where`` names the section in the message."""
-    from sparselen.model import ModelConfig
+    from sparselen.architectures import model_config
 
     try:
-        ModelConfig(vocab_size=2, **model)
+        model_config(model, 2)
     except (TypeError, ValueError) as e:
         return [f"{where}: {e}"]
     return []

@@ -216,6 +216,16 @@ class GPTNeoX(nn.Module):
     def new_cache(self):
         return [[None, None] for _ in self.gpt_neox.layers]
 
+    def input_embeddings(self) -> nn.Embedding:
+        return self.gpt_neox.embed_in
+
+    def attention_modules(self) -> list[Attention]:
+        """Each layer's attention (``qkv``), for analyses that read attention weights."""
+        return [layer.attention for layer in self.gpt_neox.layers]
+
+    def blocks(self) -> list[Layer]:
+        return list(self.gpt_neox.layers)
+
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 

@@ -20,8 +20,10 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from sparselen import io
+from sparselen.architectures import build_model, config_from_dict
 from sparselen.batch import IGNORE, Batch
 from sparselen.device import autocast
+from sparselen.distributed import DataParallel, label_counts
 from sparselen.model import GPTNeoX, ModelConfig
 from sparselen.positions import pose_position_ids
 from sparselen.provenance import config_hash, provenance
@@ -134,6 +136,7 @@ def train(
     device: torch.device,
     labels: dict | None = None,
     compile: bool = False,
+    parallel: DataParallel | None = None,
 ) -> dict:
     """Train to ``cfg.steps``, resuming from ``files.checkpoint`` if it belongs to this run.
 
@@ -143,40 +146,62 @@ def train(
     checkpoint. Writes the model file (weights, model config, provenance, step log), the log
     CSV and the summary (``labels`` plus the returned summary) atomically at the end, all
     before the checkpoint is removed, so a kill at any point can resume.
+
+    ``parallel`` (``sparselen.distributed``, under torchrun): each rank takes its rows of the
+    same global batch and the update is that of one process on the whole batch; only rank 0
+    writes files. None: one process.
     """
     chash = config_hash(identity)
     checkpoint = files.checkpoint
     torch.manual_seed(cfg.seed)
-    model = GPTNeoX(model_cfg).to(device)
+    model = build_model(model_cfg).to(device)
+    main = parallel is None or parallel.is_main
+    wrapped = model if parallel is None else parallel.wrap(model)  # before the optimizer (FSDP2 shards in place)
     opt = make_optimizer(model, cfg.optim)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.optim, cfg.steps))
     step, rows = 0, []
     if checkpoint.exists():
         state = torch.load(checkpoint, map_location=device, weights_only=False)
         if state.get("config_hash") == chash:
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["optimizer"])
+            if parallel is None:
+                model.load_state_dict(state["model"])
+                opt.load_state_dict(state["optimizer"])
+            else:
+                parallel.load_state_dicts(model, opt, state["model"], state["optimizer"])
             sched.load_state_dict(state["scheduler"])
             step, rows = state["step"], state["log"]
             log.info("resumed from %s at step %d", checkpoint, step)
         else:
             log.warning("ignoring checkpoint %s: it belongs to config %s, not %s",
                         checkpoint, state.get("config_hash"), chash)
-    fwd = torch.compile(model) if compile else model
+    fwd = torch.compile(wrapped) if compile else wrapped
+
+    def state_dicts():
+        return (model.state_dict(), opt.state_dict()) if parallel is None else parallel.state_dicts(model, opt)
 
     def save_checkpoint():
-        io.torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                       "step": step, "log": rows, "config_hash": chash}, checkpoint)
+        model_sd, opt_sd = state_dicts()
+        if main:
+            io.torch_save({"model": model_sd, "optimizer": opt_sd, "scheduler": sched.state_dict(),
+                           "step": step, "log": rows, "config_hash": chash}, checkpoint)
 
     model.train()
     t_last, tokens_since = time.perf_counter(), 0
     t_start = time.perf_counter()
     bar = tqdm(total=cfg.steps, initial=step, desc=f"train {model_cfg.scheme} seed {cfg.seed}",
-               file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True)
+               file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True,
+               disable=not main)
     while step < cfg.steps:
-        batch = apply_position_scheme(batch_fn(step), model_cfg, cfg, step).to(device)
-        with autocast(device):
-            loss, parts = loss_fn(fwd, batch, cfg.position_loss_weight)
+        batch = apply_position_scheme(batch_fn(step), model_cfg, cfg, step)
+        if parallel is None:
+            batch = batch.to(device)
+            with autocast(device):
+                loss, parts = loss_fn(fwd, batch, cfg.position_loss_weight)
+        else:  # this rank's rows of the global batch, loss normalised by the global label counts
+            counts = label_counts(batch)
+            with autocast(device):
+                loss, parts = parallel.loss_fn(fwd, parallel.rows(batch).to(device), *counts,
+                                               cfg.position_loss_weight)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if cfg.optim.grad_clip:
@@ -188,34 +213,43 @@ def train(
         tokens_since += batch.num_tokens
         if step % cfg.log_every == 0 or step == cfg.steps:
             now = time.perf_counter()
-            row = {"step": step, "loss": loss.item(), "lr": lr, "tokens_per_s": tokens_since / max(now - t_last, 1e-9)}
-            row.update({k: float(v) for k, v in parts.items()})
+            parts = {k: float(v) for k, v in parts.items()} if parallel is None else parallel.global_sum(parts)
+            total = loss.item() if parallel is None else (  # global means: the ranks' parts sum to them
+                parts["token_loss"] + cfg.position_loss_weight * parts.get("position_loss", 0.0))
+            row = {"step": step, "loss": total, "lr": lr, "tokens_per_s": tokens_since / max(now - t_last, 1e-9)}
+            row.update(parts)
             rows.append(row)
             t_last, tokens_since = now, 0
             bar.set_postfix(loss=f"{row['loss']:.4f}", lr=f"{lr:.2e}", tok_s=f"{row['tokens_per_s']:.0f}")
-            log.info("step %d loss %.5f lr %.3e tokens/s %.0f", step, row["loss"], lr, row["tokens_per_s"])
+            if main:
+                log.info("step %d loss %.5f lr %.3e tokens/s %.0f", step, row["loss"], lr, row["tokens_per_s"])
         bar.update(1)
         if step % cfg.checkpoint_every == 0 and step < cfg.steps:
             save_checkpoint()
     bar.close()
     wall = time.perf_counter() - t_start
-    prov = provenance(identity, cfg.seed, device, steps=cfg.steps, run=identity)
-    io.torch_save({"model": model.state_dict(), "model_config": model_cfg.to_dict(), "provenance": prov, "log": rows},
-                  files.model)
-    import pandas as pd
-
-    io.write_csv(pd.DataFrame(rows), files.log_csv)
+    extra = {} if parallel is None else {"world_size": parallel.world_size, "parallel": parallel.strategy}
+    prov = provenance(identity, cfg.seed, device, steps=cfg.steps, run=identity, **extra)
+    model_sd, _ = state_dicts()
     summary = {**(labels or {}), "final_loss": rows[-1]["loss"] if rows else None,
-               "wall_seconds_this_run": wall, "parameters": model.num_parameters(), **prov}
-    io.write_json(files.summary, summary)
-    checkpoint.unlink(missing_ok=True)
+               "wall_seconds_this_run": wall, "parameters": model.num_parameters(), **prov}  # FSDP2: global numel
+    if main:
+        io.torch_save({"model": model_sd, "model_config": model_cfg.to_dict(), "provenance": prov, "log": rows},
+                      files.model)
+        import pandas as pd
+
+        io.write_csv(pd.DataFrame(rows), files.log_csv)
+        io.write_json(files.summary, summary)
+        checkpoint.unlink(missing_ok=True)
+    if parallel is not None:
+        parallel.barrier()  # no rank leaves before the outputs exist
     return summary
 
 
 def load_model(path, device: torch.device = torch.device("cpu")) -> tuple[GPTNeoX, dict]:
     """Load a trained model file written by ``train``; returns (model in eval mode, provenance)."""
     state = torch.load(path, map_location=device, weights_only=False)
-    model = GPTNeoX(ModelConfig(**state["model_config"])).to(device)
+    model = build_model(config_from_dict(state["model_config"])).to(device)
     model.load_state_dict(state["model"])
     model.eval()
     return model, state["provenance"]

@@ -15,6 +15,7 @@ import yaml
 from conftest import PYTHON, ROOT, SMOKE, dry_run_jobs
 from sparselen.config import SCHEMA, load, schema_errors, semantic_errors
 from sparselen.model import ModelConfig
+from sparselen.olmo import OlmoConfig
 from sparselen.train import OptimConfig
 
 CONFIGS = [ROOT / "config.yaml", *sorted((ROOT / "configs").glob("*.yaml"))]
@@ -37,7 +38,8 @@ def schema_defaults(name: str) -> dict:
     return {k: v["default"] for k, v in props.items() if "default" in v}
 
 
-@pytest.mark.parametrize("schema_def, cls", [("model", ModelConfig), ("optimizer", OptimConfig)])
+@pytest.mark.parametrize("schema_def, cls", [("model", ModelConfig), ("olmo_model", OlmoConfig),
+                                             ("optimizer", OptimConfig)])
 def test_the_schema_and_the_dataclasses_state_the_same_defaults(schema_def, cls):
     """The schema is the source of defaults; the dataclasses' defaults (for code that builds
     them directly) must agree with it, and every schema key must be a field."""

@@ -12,6 +12,7 @@ from sparselen.cli import main
 from sparselen.config import load
 from sparselen.jobs import Job, run
 from sparselen.model import GPTNeoX, ModelConfig
+from sparselen.olmo import Olmo, OlmoConfig
 from sparselen.report import claims as cl
 from sparselen.report import hyperparams, ledger, render
 
@@ -255,6 +256,9 @@ def test_parameter_formula_matches_the_model():
     model = {"n_layer": 2, "n_head": 2, "d_model": 24, "d_ff": 40}
     net = GPTNeoX(ModelConfig(vocab_size=11, **model))
     assert ledger.parameters(model, 11) == sum(p.numel() for p in net.parameters())
+    olmo = {**model, "architecture": "olmo", "variant": "kempner_c4"}
+    net = Olmo(OlmoConfig(vocab_size=11, **{k: v for k, v in olmo.items() if k != "architecture"}))
+    assert ledger.parameters(olmo, 11) == sum(p.numel() for p in net.parameters())
 
 
 def fake_run(results, slice_, tok_s, params):

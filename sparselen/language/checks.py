@@ -25,6 +25,12 @@ def config_errors(p: dict) -> list[str]:
     if p["train"]["batch_tokens"] < long:
         out.append(f"language.train.batch_tokens = {p['train']['batch_tokens']}: below one long-context row ({long})")
     out += model_errors("language.model", p["model"])
+    procs = p.get("parallel", {}).get("processes", 1)
+    for size, ctx in p["contexts"].items():
+        rows = p["train"]["batch_tokens"] // ctx
+        if rows % procs:
+            out.append(f"language.parallel.processes = {procs}: the {size} context's {rows} rows per step "
+                       f"(batch_tokens // {ctx}) do not split evenly among them")
     c = p["corpus"]
     if c["source"] == "files" and not c["paths"]:
         out.append("language.corpus.paths = []: source 'files' needs .txt, .jsonl or .json.gz files or directories")

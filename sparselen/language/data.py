@@ -8,6 +8,8 @@ one document, so that "long context" means context from the same text.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from sparselen.batch import Batch
@@ -15,7 +17,13 @@ from sparselen.rng import generator
 
 
 def load_tokens(path) -> dict:
-    """The ``language_tokens`` output: training stream and held-out documents as int64."""
+    """The ``language_tokens`` output (``tokens.pt``), or the ``tokens.json`` of OLMo-format
+    token files (``token_files``): training stream and held-out documents as int64."""
+    if str(path).endswith(".json"):
+        from sparselen import io
+        from sparselen.language.token_files import load_tokens as load_token_files
+
+        return load_token_files(io.read_json(path), root=Path(path).parent)
     t = torch.load(path, weights_only=False)
     t["train"] = t["train"].long()
     t["eval"] = [d.long() for d in t["eval"]]

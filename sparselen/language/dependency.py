@@ -44,9 +44,9 @@ def greedy(model: GPTNeoX, context: torch.Tensor, target: int, short: int, kmax:
 
 
 def last_query_attention(attn, x: torch.Tensor, rope) -> torch.Tensor:
-    """(B, H, T) softmax weights of the last query of one ``Attention`` module on input ``x``,
-    from the module's own queries and keys (its forward uses fused SDPA, which never
-    materialises the weights)."""
+    """(B, H, T) softmax weights of the last query of one attention module (GPT-NeoX's or
+    OLMo's: both have ``qkv``) on input ``x``, from the module's own queries and keys (its
+    forward uses fused SDPA, which never materialises the weights)."""
     q, k, _ = attn.qkv(x, rope)
     return torch.softmax((q[:, :, -1:] @ k.transpose(-1, -2))[:, :, 0] / math.sqrt(attn.head_size), dim=-1)
 
@@ -55,8 +55,8 @@ def last_query_attention(attn, x: torch.Tensor, rope) -> torch.Tensor:
 def attention_scores(model: GPTNeoX, contexts: torch.Tensor, batch_size: int, device) -> torch.Tensor:
     """(n, L) mean over layers and heads of the last position's attention on each token."""
     inputs = []
-    hooks = [layer.attention.register_forward_pre_hook(lambda mod, args: inputs.append((mod, args[0], args[1])))
-             for layer in model.gpt_neox.layers]
+    hooks = [attn.register_forward_pre_hook(lambda mod, args: inputs.append((mod, args[0], args[1])))
+             for attn in model.attention_modules()]
     out = []
     try:
         for i in range(0, len(contexts), batch_size):
@@ -75,7 +75,7 @@ def saliency_scores(model: GPTNeoX, contexts: torch.Tensor, targets: torch.Tenso
                     device) -> torch.Tensor:
     """(n, L) |<d loss / d embedding, embedding>| of each context token for the target's loss."""
     store = {}
-    hook = model.gpt_neox.embed_in.register_forward_hook(lambda mod, inp, out: store.update(e=out))
+    hook = model.input_embeddings().register_forward_hook(lambda mod, inp, out: store.update(e=out))
     out = []
     try:
         for i in range(0, len(contexts), batch_size):

@@ -11,11 +11,13 @@ import pandas as pd
 import torch
 
 from sparselen import io
+from sparselen.architectures import model_config
+from sparselen import distributed
+from sparselen.distributed import DataParallel
 from sparselen.jobs import runtime
 from sparselen.language import analysis, corpus as corpora, data, report, tokenizer as tokenizers
 from sparselen.language.evaluate import loss_by_position as losses_by_position
 from sparselen.language.evaluate import position_bins
-from sparselen.model import ModelConfig
 from sparselen.provenance import provenance
 from sparselen.rng import generator
 from sparselen.stats import t_interval
@@ -61,19 +63,35 @@ def tokens(job) -> None:
 
 
 def train(job) -> dict:
-    """One LM (wildcards ctx, scheme, seed): params model, pose, train."""
+    """One LM (wildcards ctx, scheme, seed): params model, pose, train. With
+    ``language.parallel.processes`` > 1 the step starts torchrun and runs again in each worker;
+    the workers train the model data-parallel (``sparselen.distributed``)."""
     p, w = job.params, job.wildcards
     context, scheme, seed = int(w.ctx), w.scheme, int(w.seed)
-    rt = runtime(job)
+    settings = parallel_settings(job)
+    if settings["processes"] > 1 and not DataParallel.launched():
+        distributed.launch(job, settings["processes"])  # this step again, in each torchrun worker
+        return io.read_json(job.output.summary)
+    parallel = DataParallel.from_env(job.config["device"], settings["strategy"])
+    device = parallel.device if parallel else runtime(job).device  # a worker's GPU: from_env's choice
     toks = data.load_tokens(job.input.tokens)
-    mc = ModelConfig(vocab_size=toks["vocab_size"], scheme=scheme, **p.model)
+    mc = model_config(p.model, toks["vocab_size"], scheme=scheme)
     batch_size = max(1, p.train["batch_tokens"] // context)
     tc = TrainConfig.from_section(p.train, seed, p.pose, batch_size=batch_size)
     identity = {"model": p.model, "pose": p.pose, "train": p.train, "context": context, "scheme": scheme,
                 "seed": seed, "vocab_size": toks["vocab_size"]}
     batches = data.training_batches(toks["train"], context, batch_size, seed)
-    return train_model(mc, tc, batches, RunFiles.of(job), identity, rt.device,
-                       {"context": context, "scheme": scheme}, rt.compile)
+    try:
+        return train_model(mc, tc, batches, RunFiles.of(job), identity, device, {"context": context, "scheme": scheme},
+                           bool(job.config["compile"]), parallel)
+    finally:
+        if parallel is not None:
+            parallel.close()
+
+
+def parallel_settings(job) -> dict:
+    """``language.parallel`` (runtime knobs, read from the config, never params)."""
+    return {"processes": 1, "strategy": "auto", **job.config.get("language", {}).get("parallel", {})}
 
 
 def loss_by_position(job) -> None:

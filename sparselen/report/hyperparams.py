@@ -36,6 +36,7 @@ PAPER: dict[str, tuple[object, str, object]] = {
     "parity.eval.k_test": ([4, 6, 8, 10, 12, 14, 16], "Sparse parity", None),
     "parity.eval.lengths": ([20, 500], "Sparse parity (2l in [20, 500]; the grid is ours)", _span),
     "language.corpus.source": ("C4", "Natural language (OLMo models on C4)", None),
+    "language.model.architecture": ("olmo", "Natural language (the OLMo codebase)", None),
 }
 
 

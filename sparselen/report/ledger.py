@@ -95,10 +95,14 @@ def throughput(results) -> pd.DataFrame:
 
 
 def parameters(model: dict, vocab: int) -> int:
-    """Parameter count of ``sparselen.model.GPTNeoX`` (without task-specific heads)."""
-    d, ff, n = model["d_model"], model["d_ff"], model["n_layer"]
-    layer = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (d * ff + ff) + (ff * d + d)
-    return vocab * d + n * layer + 2 * d + d * vocab
+    """Parameter count of the model a ``model`` section builds, GPT-NeoX or OLMo (without
+    task-specific heads), built on the meta device: no memory, and no second formula to drift."""
+    import torch
+
+    from sparselen.architectures import build_model, model_config
+
+    with torch.device("meta"):
+        return build_model(model_config(model, vocab)).num_parameters()
 
 
 def training_plan(config: dict) -> list[dict]:

@@ -71,19 +71,20 @@ GROUP_CPU_TRAIN = "cpu_train"
 GROUP_AGGREGATE = "aggregate"
 
 
-def job_resources(runtime=None, mem_mb=None, gpu=True):
+def job_resources(runtime=None, mem_mb=None, gpu=True, processes=1):
     """Resources of a training/evaluation job: wall time in minutes (config resources.runtime
     unless given) times the attempt, so a retry after a time-out asks for more; memory; one CPU
     per torch thread; and `gpu` only when config gpus_per_job > 0 (and `gpu`), so the same
-    rules run on CPU-only partitions."""
+    rules run on CPU-only partitions. `processes`: a job training one model in several
+    data-parallel processes (language.parallel) asks for that many times of each."""
     minutes = runtime or config["resources"]["runtime"]
     res = {
         "runtime": lambda wildcards, attempt: minutes * attempt,
-        "mem_mb": mem_mb or config["resources"]["mem_mb"],
-        "cpus_per_task": THREADS,
+        "mem_mb": (mem_mb or config["resources"]["mem_mb"]) * processes,
+        "cpus_per_task": THREADS * processes,
     }
     if gpu and config["gpus_per_job"]:
-        res["gpu"] = config["gpus_per_job"]
+        res["gpu"] = config["gpus_per_job"] * processes
     return res
 
 

@@ -4,6 +4,8 @@
 # analysed tokens -> tables -> figures.
 LANG = config["language"]
 LANG_CTX = LANG["contexts"]
+# Data-parallel processes per language model (torchrun, started by the training job).
+LANG_PROCS = LANG["parallel"]["processes"]
 LANG_DIR = "results/language"
 LANG_RUN = f"{LANG_DIR}/ctx{{ctx}}/{{scheme}}/seed{{seed}}"
 LANG_RUNS = [
@@ -86,9 +88,9 @@ rule language_train:
         GROUP_MODEL
     conda:
         ENV
-    threads: THREADS
+    threads: THREADS * LANG_PROCS
     resources:
-        **job_resources(),
+        **job_resources(processes=LANG_PROCS),
     params:
         model=LANG["model"],
         pose=LANG["pose"],

@@ -1,0 +1,228 @@
+"""Data-parallel training of one model across processes started by ``torchrun``.
+
+A training step whose config asks for several processes calls ``launch``: it runs the same
+step again in each of ``torchrun``'s workers and waits (Snakemake runs a rule's ``script:`` in
+one plain process; the rule itself stays as it is, only its resources grow).
+``DataParallel.from_env()`` is None in a plain process (the trainer's single-process path is
+untouched); under ``torchrun`` (``WORLD_SIZE`` > 1) it joins the process group (NCCL on GPUs,
+gloo on CPU) and gives the trainer what it needs to keep its guarantees:
+
+- **batches**: every rank builds the step's *global* batch (a pure function of seed and step,
+  PoSE ids included) and takes its own contiguous rows, so the run's data does not depend on
+  the number of processes;
+- **loss**: each rank's loss is its summed token loss over the *global* label count, times the
+  world size; DDP/FSDP average gradients over ranks, so the update is that of one process on
+  the whole batch (up to float summation order), even when ranks hold different numbers of
+  labelled tokens;
+- **checkpoints**: full (unsharded) state dicts with the single-process names; only rank 0
+  writes; every rank reads the same file on resume (a shared file system, as Snakemake
+  needs anyway). DDP checkpoints have the single-process format (either resumes the
+  other); FSDP2 ones key optimizer state by parameter name (``torch.distributed.checkpoint``).
+
+Strategies: ``ddp`` (replicated model, gradients all-reduced) or ``fsdp`` (FSDP2
+``fully_shard`` on each layer and the model: parameters, gradients and AdamW state sharded,
+for models whose training state does not fit one GPU); ``auto`` picks ``fsdp`` when the
+fp32 training state (16 bytes/parameter) would take over half of a GPU's memory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+from sparselen import gpu_slots
+from sparselen.batch import IGNORE, Batch
+
+log = logging.getLogger(__name__)
+STRATEGIES = ("auto", "ddp", "fsdp")
+
+
+@dataclass
+class DataParallel:
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+    strategy: str = "ddp"
+
+    @classmethod
+    def from_env(cls, device: str = "auto", strategy: str = "auto") -> "DataParallel | None":
+        """None unless started by torchrun with more than one process. ``device``: the config's
+        (auto, cpu, cuda); on CUDA each process takes GPU ``LOCAL_RANK`` when the node shows
+        exactly its processes' GPUs (SLURM), else claims a free one as one-GPU jobs do
+        (``gpu_slots``, the local-gpus profile)."""
+        if strategy not in STRATEGIES:
+            raise ValueError(f"parallel strategy {strategy!r}; expected one of {STRATEGIES}")
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        if world <= 1:
+            return None
+        rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
+        die_with_parent()
+        cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+        dev = torch.device("cpu")
+        if cuda:
+            n, per_node = torch.cuda.device_count(), int(os.environ.get("LOCAL_WORLD_SIZE", world))
+            dev = torch.device("cuda", local if n <= per_node else gpu_slots.claim(n))
+            torch.cuda.set_device(dev)
+        if not dist.is_initialized():
+            dist.init_process_group("nccl" if cuda else "gloo", **({"device_id": dev} if cuda else {}))
+        log.info("data-parallel rank %d of %d on %s", rank, world, dev)
+        return cls(rank, world, local, dev, strategy)
+
+    @staticmethod
+    def launched() -> bool:
+        """Whether this process is one of several torchrun workers."""
+        return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def resolve_strategy(self, model: nn.Module) -> str:
+        if self.strategy != "auto":
+            return self.strategy
+        if self.device.type != "cuda":
+            return "ddp"
+        state = 16 * sum(p.numel() for p in model.parameters())  # fp32 weights, grads, Adam m and v
+        return "fsdp" if state > 0.5 * torch.cuda.get_device_properties(self.device).total_memory else "ddp"
+
+    def wrap(self, model: nn.Module) -> nn.Module:
+        """The module to run forward/backward through; call before creating the optimizer
+        (FSDP2 turns the model's own parameters into sharded DTensors, in place)."""
+        self.strategy = self.resolve_strategy(model)
+        if self.strategy == "fsdp":
+            from torch.distributed.fsdp import fully_shard
+
+            for layer in model.blocks():
+                fully_shard(layer)
+            fully_shard(model)
+            return model
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+
+    def rows(self, batch: Batch) -> Batch:
+        """This rank's contiguous share of the global batch's rows."""
+        n = batch.input_ids.shape[0]
+        if n % self.world_size:
+            raise ValueError(f"a global batch of {n} rows does not split over {self.world_size} processes; "
+                             "make the batch size a multiple of the number of processes")
+        k = n // self.world_size
+        sl = slice(self.rank * k, (self.rank + 1) * k)
+        return Batch(**{name: None if t is None else t[sl] for name, t in vars(batch).items()})
+
+    def loss_fn(self, model, batch: Batch, n_labels: int, n_position_labels: int, position_loss_weight: float):
+        """This rank's loss, scaled so the ranks' averaged gradient is the global batch mean's.
+        Parts: this rank's share of the global mean (they sum to it over ranks)."""
+        logits, pos_logits = model(batch.input_ids, batch.position_ids)
+        tok = F.cross_entropy(logits.flatten(0, 1).float(), batch.labels.flatten(), ignore_index=IGNORE,
+                              reduction="sum") / max(n_labels, 1)
+        parts, loss = {"token_loss": tok.detach()}, tok
+        if pos_logits is not None and batch.position_labels is not None:
+            pos = F.cross_entropy(pos_logits.flatten(0, 1).float(), batch.position_labels.flatten(),
+                                  ignore_index=IGNORE, reduction="sum") / max(n_position_labels, 1)
+            parts["position_loss"] = pos.detach()
+            loss = loss + position_loss_weight * pos
+        return loss * self.world_size, parts
+
+    def global_sum(self, values: dict) -> dict:
+        """Sum scalars over ranks (one all-reduce): the parts of ``loss_fn`` become global means."""
+        keys = sorted(values)
+        t = torch.stack([values[k].detach().float().reshape(()) for k in keys]).to(self.device)
+        dist.all_reduce(t)
+        return {k: float(v) for k, v in zip(keys, t.cpu())}
+
+    def state_dicts(self, model: nn.Module, opt: torch.optim.Optimizer) -> tuple[dict, dict]:
+        """Full model and optimizer state (rank 0 holds them; a collective under FSDP)."""
+        if self.strategy == "fsdp":
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+            return get_state_dict(model, opt, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        return model.state_dict(), opt.state_dict()
+
+    def load_state_dicts(self, model: nn.Module, opt: torch.optim.Optimizer, model_sd: dict, opt_sd: dict) -> None:
+        if self.strategy == "fsdp":
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
+
+            set_state_dict(model, opt, model_state_dict=model_sd, optim_state_dict=opt_sd,
+                           options=StateDictOptions(full_state_dict=True))
+        else:
+            model.load_state_dict(model_sd)
+            opt.load_state_dict(opt_sd)
+
+    def barrier(self) -> None:
+        dist.barrier()
+
+    def close(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def die_with_parent() -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux): the torchrun agent
+    when the job's process dies, each worker when the agent dies. torchrun starts workers in
+    sessions of their own, so killing the job (a SIGKILL to its process group, an OOM kill)
+    would otherwise leave them training on, finishing the run and deleting the checkpoint
+    behind a retry's back. (SLURM's scancel kills the whole job step anyway.)"""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the call
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _named(ns) -> dict:
+    """Snakemake's named lists (``job.input``...) or ``Job.of``'s namespaces as a dict."""
+    return dict(ns.items()) if hasattr(ns, "items") else dict(vars(ns))
+
+
+def launch(job, processes: int) -> None:
+    """Run ``job``'s step in ``processes`` torchrun workers on this node and wait; their
+    output goes to this process's stderr (the job's log). The job travels as JSON in a file
+    beside its checkpoint; each worker gets an equal share of the job's threads."""
+    spec = {"rule": job.rule, "input": _named(job.input), "output": _named(job.output),
+            "params": _named(job.params), "wildcards": _named(job.wildcards), "config": dict(job.config),
+            "threads": max(1, job.threads // processes)}
+    path = Path(spec["params"]["checkpoint"]).with_suffix(".job.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(spec))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}",
+           "-m", "sparselen.distributed", str(path)]
+    log.info("launching %d data-parallel processes: %s", processes, " ".join(cmd))
+    sys.stderr.flush()
+    try:
+        subprocess.run(cmd, check=True, stdout=sys.stderr, stderr=sys.stderr, preexec_fn=die_with_parent)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def label_counts(batch: Batch) -> tuple[int, int]:
+    """Labelled tokens and labelled position ids of a (global) batch."""
+    n = int((batch.labels != IGNORE).sum())
+    m = 0 if batch.position_labels is None else int((batch.position_labels != IGNORE).sum())
+    return n, m
+
+
+if __name__ == "__main__":  # one torchrun worker of ``launch``
+    from sparselen.jobs import Job, run
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    threads = spec.pop("threads")
+    job = Job.of(spec.pop("rule"), **spec)
+    job.threads = threads
+    run(job)

@@ -1,0 +1,219 @@
+"""Data-parallel training (torchrun, gloo on CPU): the ``language_train`` step with
+``language.parallel.processes: 2`` (it starts torchrun itself) ends with the weights of one
+process on the combined batch (float tolerance), and a killed 2-process job resumes to the
+weights of an uninterrupted one. The default run launches torchrun twice (DDP, FSDP2); the
+kill/resume checks (three more launches) are marked slow."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+import torch
+
+from conftest import PYTHON, ROOT, subprocess_env
+from sparselen.batch import IGNORE, Batch
+from sparselen.distributed import DataParallel, label_counts
+from sparselen.jobs import Job, run
+from sparselen.train import loss_fn
+
+STEPS = 100
+MODEL = {"architecture": "olmo", "variant": "olmo1", "n_layer": 2, "n_head": 2, "d_model": 32, "d_ff": 64}
+TRAIN = {"steps": STEPS, "batch_tokens": 8 * 32, "checkpoint_every": 10, "log_every": 10,
+         "optimizer": {"lr": 3e-3, "warmup_steps": 10}}
+TOLERANCE = 1e-5  # max |weight difference| between 1 and 2 processes (float summation order only)
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory):
+    from sparselen import io
+
+    g = torch.Generator().manual_seed(0)
+    path = tmp_path_factory.mktemp("tokens") / "tokens.pt"
+    stream = torch.randint(1, 64, (20000,), generator=g)
+    stream[::97] = 0  # EOS
+    io.torch_save({"train": stream.to(torch.int32), "eval": [], "vocab_size": 64}, path)
+    return path
+
+
+def job_spec(out, tokens, processes=1, strategy="auto") -> dict:
+    """The language_train job of one model (context 32, pose, seed 0) writing under ``out``."""
+    return {"rule": "language_train", "input": {"tokens": str(tokens)},
+            "wildcards": {"ctx": 32, "scheme": "pose", "seed": 0},
+            "output": {"model": str(out / "model.pt"), "log_csv": str(out / "log.csv"),
+                       "summary": str(out / "summary.json")},
+            "params": {"model": MODEL, "pose": {"chunks": 2, "target_length": 256}, "train": TRAIN,
+                       "checkpoint": str(out / "ckpt.pt")},
+            "config": {"device": "cpu", "compile": False, "threads": 1,
+                       "language": {"parallel": {"processes": processes, "strategy": strategy}}}}
+
+
+def job_cmd(out, tokens, strategy="ddp"):
+    """The 2-process job in a process of its own, as Snakemake's ``script:`` runs it."""
+    return [PYTHON, str(ROOT / "tests/run_job.py"), json.dumps(job_spec(out, tokens, 2, strategy))]
+
+
+def launch(cmd):
+    t0 = time.time()
+    out = subprocess.run(cmd, env=subprocess_env(), capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return out, time.time() - t0
+
+
+def in_process(out, tokens, processes=1, strategy="auto"):
+    spec = job_spec(out, tokens, processes, strategy)
+    t0 = time.time()
+    run(Job.of(spec.pop("rule"), **spec))
+    return time.time() - t0
+
+
+def weights(out):
+    return torch.load(out / "model.pt", weights_only=False)
+
+
+def max_weight_diff(a, b) -> float:
+    assert a["model"].keys() == b["model"].keys()
+    return max(float((a["model"][k] - b["model"][k]).abs().max()) for k in a["model"])
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory, tokens):
+    out = tmp_path_factory.mktemp("single")
+    print(f"\n1 process (in-process): {in_process(out, tokens):.1f} s wall")
+    return out
+
+
+@pytest.fixture(scope="module")
+def ddp(tmp_path_factory, tokens):
+    out = tmp_path_factory.mktemp("ddp")
+    print(f"\n2 processes (DDP): {in_process(out, tokens, 2, 'ddp'):.1f} s wall")
+    return out
+
+
+@pytest.fixture(scope="module")
+def fsdp(tmp_path_factory, tokens):
+    out = tmp_path_factory.mktemp("fsdp")
+    print(f"\n2 processes (FSDP2): {in_process(out, tokens, 2, 'fsdp'):.1f} s wall")
+    return out
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_two_processes_match_one_on_the_combined_batch(request, tokens, single, strategy):
+    out = request.getfixturevalue(strategy)
+    a, b = weights(single), weights(out)
+    diff = max_weight_diff(a, b)
+    losses = [(r["loss"], s["loss"]) for r, s in zip(a["log"], b["log"])]
+    print(f"{strategy}: max |weight diff| vs 1 process after {STEPS} steps = {diff:.2e}; "
+          f"max |logged loss diff| = {max(abs(x - y) for x, y in losses):.2e}")
+    assert diff < TOLERANCE
+    assert len(losses) == STEPS // 10 and all(abs(x - y) < 1e-4 for x, y in losses)
+    assert losses[-1][0] < losses[0][0]  # it learned something
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["world_size"] == 2 and summary["parallel"] == strategy
+    assert summary["parameters"] == json.loads((single / "summary.json").read_text())["parameters"]
+    assert not (out / "ckpt.pt").exists()
+    # the model file loads like any other (one process, no torchrun)
+    from sparselen.train import load_model
+
+    model, prov = load_model(out / "model.pt")
+    assert type(model).__name__ == "Olmo" and prov["world_size"] == 2
+
+
+def kill_after_checkpoint(cmd, checkpoint) -> None:
+    """Start a 2-process job and SIGKILL its process group after the first checkpoint:
+    torchrun's workers run in sessions of their own and must die with it
+    (``sparselen.distributed.die_with_parent``), or they would finish the run."""
+    proc = subprocess.Popen(cmd, env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 300
+    while not checkpoint.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.2)
+    assert proc.poll() is None, "training finished before it could be killed; make it longer"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+@pytest.mark.slow
+def test_killed_two_process_run_resumes_to_identical_weights(tmp_path, tokens, ddp):
+    kill_after_checkpoint(job_cmd(tmp_path, tokens), tmp_path / "ckpt.pt")
+    time.sleep(1.0)  # orphaned workers, if any, would write on
+    assert not (tmp_path / "model.pt").exists()
+    resumed_at = torch.load(tmp_path / "ckpt.pt", weights_only=False)["step"]
+    assert 0 < resumed_at < STEPS
+    out, _ = launch(job_cmd(tmp_path, tokens))
+    assert f"resumed from {tmp_path / 'ckpt.pt'} at step {resumed_at}" in out.stderr
+    a, b = weights(ddp), weights(tmp_path)
+    diff = max_weight_diff(a, b)
+    print(f"\nDDP killed at step >= {resumed_at}, resumed: max |weight diff| vs uninterrupted = {diff:.1e}")
+    assert diff == 0.0
+    assert [r["loss"] for r in a["log"]] == [r["loss"] for r in b["log"]]
+
+
+@pytest.mark.slow
+def test_ddp_checkpoint_resumes_in_one_process(tmp_path, tokens, single):
+    """DDP checkpoints have the single-process format: a killed 2-process run finishes in one
+    process (a retry on a smaller allocation, say), near the weights of a 1-process run."""
+    kill_after_checkpoint(job_cmd(tmp_path, tokens), tmp_path / "ckpt.pt")
+    in_process(tmp_path, tokens)
+    diff = max_weight_diff(weights(single), weights(tmp_path))
+    print(f"\nDDP checkpoint finished in 1 process: max |weight diff| vs 1 process = {diff:.2e}")
+    assert diff < TOLERANCE
+
+
+def test_rows_and_loss_scaling_reproduce_the_global_mean():
+    """Unit check of the arithmetic, no processes: ranks with different numbers of labelled
+    tokens; the mean over ranks of their scaled losses (and gradients) is the global mean's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(11, 8), torch.nn.Linear(8, 11))
+    fwd = lambda ids, pos: (model(ids), None)  # noqa: E731
+    ids = torch.randint(0, 11, (4, 6))
+    labels = torch.randint(0, 11, (4, 6))
+    labels[:2, :4] = IGNORE  # rank 0 has fewer labels
+    batch = Batch(ids, labels)
+    full, _ = loss_fn(fwd, batch)
+    (g_full,) = torch.autograd.grad(full, model[1].weight)
+    n, m = label_counts(batch)
+    total, grads = 0.0, []
+    for r in range(2):
+        dp = DataParallel(rank=r, world_size=2, local_rank=r, device=torch.device("cpu"))
+        loss, parts = dp.loss_fn(fwd, dp.rows(batch), n, m, 1.0)
+        total += float(parts["token_loss"])
+        grads.append(torch.autograd.grad(loss, model[1].weight)[0])
+    assert total == pytest.approx(float(full.detach()), rel=1e-6)
+    torch.testing.assert_close((grads[0] + grads[1]) / 2, g_full, atol=1e-7, rtol=1e-5)
+    with pytest.raises(ValueError, match="multiple of the number of processes"):
+        DataParallel(rank=0, world_size=3, local_rank=0, device=torch.device("cpu")).rows(batch)
+
+
+def test_no_torchrun_means_single_process(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert DataParallel.from_env("cpu") is None
+    with pytest.raises(ValueError, match="strategy 'zero3'"):
+        DataParallel.from_env("cpu", "zero3")
+
+
+def test_processes_must_split_the_rows_and_scale_the_job_resources(tmp_path):
+    """The config check names a process count that does not divide a step's rows; the
+    training rule asks for processes x the GPUs, CPUs and memory, the other rules do not."""
+    import re
+
+    import yaml
+
+    from conftest import SMOKE, snakemake
+    from sparselen.config import load, semantic_errors
+
+    cfg = load(SMOKE)
+    cfg["language"]["parallel"]["processes"] = 5
+    assert any("language.parallel.processes = 5" in e for e in semantic_errors(cfg))
+    overlay = tmp_path / "procs.yaml"
+    overlay.write_text(yaml.safe_dump({"gpus_per_job": 1, "language": {"parallel": {"processes": 2}}}))
+    out = snakemake(tmp_path, "-n", "results/language/ctx24/rope/seed0/loss_by_position.csv",
+                    configfile=[*SMOKE, overlay])
+    text = out.stdout + out.stderr
+    train = re.search(r"rule language_train:.*?resources: ([^\n]*)", text, re.S).group(1)
+    evaluate = re.search(r"rule language_loss_by_position:.*?resources: ([^\n]*)", text, re.S).group(1)
+    assert "gpu=2" in train and "cpus_per_task=2" in train
+    assert "gpu=1" in evaluate and "cpus_per_task=1" in evaluate
