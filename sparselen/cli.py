@@ -18,6 +18,19 @@ def estimate(args) -> None:
           f"{args.results}; training only, no evaluation; slices without a sizing rule are not listed)")
 
 
+def export_hf(args) -> None:
+    from sparselen.hf_export import export_hf
+
+    print(export_hf(args.model, args.dir, args.tokenizer))
+
+
+def clean_checkpoints(args) -> None:
+    from sparselen.resumable import clean
+
+    for path in clean(args.root, dry_run=args.dry_run):
+        print(path)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sparselen", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -27,6 +40,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="config files as given to snakemake --configfile (the first complete, the rest overlays)")
     s.add_argument("--results", default="results", help="where measured train_log.csv files are")
     s.set_defaults(func=estimate)
+    s = sub.add_parser("export-hf", help="write a trained model as a transformers GPTNeoXForCausalLM directory")
+    s.add_argument("model", help="a model file written by training (model.pt)")
+    s.add_argument("dir", help="output directory")
+    s.add_argument("--tokenizer", default=None, help="tokenizer.json to include (language models)")
+    s.set_defaults(func=export_hf)
+    s = sub.add_parser("clean-checkpoints", help="remove the checkpoints of finished trainings (the workflow "
+                       "does this when it succeeds)")
+    s.add_argument("--root", default="results")
+    s.add_argument("-n", "--dry-run", action="store_true")
+    s.set_defaults(func=clean_checkpoints)
     return parser
 
 

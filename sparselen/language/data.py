@@ -16,7 +16,7 @@ from sparselen.rng import generator
 
 def load_tokens(path) -> dict:
     """The ``language_tokens`` output: training stream and held-out documents as int64."""
-    t = torch.load(path, weights_only=False)
+    t = torch.load(path, weights_only=True)
     t["train"] = t["train"].long()
     t["eval"] = [d.long() for d in t["eval"]]
     return t
