@@ -136,8 +136,8 @@ def ledger_section(per_figure: pd.DataFrame, per_rule: pd.DataFrame) -> list[str
     return ["## Compute ledger", "",
             "From the rules' `benchmark:` files (wall time and CPU time in seconds, peak resident memory in MB; "
             "jobs run in parallel, so wall times add up to more than the elapsed time). Before launching a "
-            "config, `sparselen estimate --configfile X` estimates its training time from these "
-            "measurements.", "",
+            "config, `sparselen estimate --configfile X` predicts every job's time from FLOP counts and a device "
+            "profile; `--compare results/benchmarks` sets it against these measurements.", "",
             "Per figure (slice):", "", md_table(per_figure), "", "Per rule:", "", md_table(per_rule), ""]
 
 
