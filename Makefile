@@ -17,8 +17,10 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
+# sparselen.runlock: refuses a second run here while one is alive, and continues a killed one
+# (removes its stale Snakemake lock, reruns incomplete jobs; trainings resume).
 run: venv
-	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS) all
+	$(BIN)/python -m sparselen.runlock --cores $(CORES) $(SNAKEMAKE_ARGS) all
 	@echo "Reproduction report: $(CURDIR)/results/report/reproduction_report.html (also .md)"
 
 test: venv

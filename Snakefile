@@ -27,6 +27,14 @@ for name in sparselen.config.SLICES:
 include: "workflow/rules/report.smk"
 
 
+# Trainings keep their checkpoints until every job is recorded (sparselen/resumable.py): a job
+# killed after its outputs but before Snakemake records it resumes at its last step.
+onsuccess:
+    import sparselen.resumable
+
+    sparselen.resumable.clean("results")
+
+
 rule all:
     default_target: True
     input:

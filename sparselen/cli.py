@@ -9,24 +9,75 @@ import sys
 
 
 def estimate(args) -> None:
+    from sparselen import io
     from sparselen.config import load
-    from sparselen.report import ledger
+    from sparselen.estimate import profiles, tables
 
-    est = ledger.estimate(load(args.configfile), ledger.throughput(args.results))
-    print(est.to_markdown(index=False, floatfmt=".3g"))
-    print(f"\ntotal training: {est['train_hours'].sum():.3g} h one job at a time (measured throughput from "
-          f"{args.results}; training only, no evaluation; slices without a sizing rule are not listed)")
+    cfg = load(args.configfile)
+    if args.calibrate:
+        from sparselen.estimate.calibrate import calibrate
+
+        prof = calibrate()
+        io.write_text(args.calibrate, prof.to_json() + "\n")
+        print(f"wrote {args.calibrate}: {prof.name}, {prof.peak_flops / 1e9:.1f} GFLOP/s, d0 {prof.width_half:g}")
+        args.cpu_profile = args.calibrate
+    gpu, cpu = profiles.resolve(args.gpu, args.utilization, args.cpu_profile, compile=bool(cfg.get("compile")))
+    if gpu is not None and not cfg.get("gpus_per_job"):
+        print("note: gpus_per_job is 0 in this config: every job runs on the CPU profile")
+    out = tables.report(cfg, gpu, cpu, args.retries)
+    if args.jobs_csv:
+        io.write_csv(out["jobs"], args.jobs_csv)
+    if args.compare:
+        cmp = tables.compare(out["jobs"], args.compare)
+        by_slice, by_rule = tables.comparison_tables(cmp)
+        print(f"\nPredicted vs measured CPU seconds ({args.compare}; {len(cmp)} jobs):\n")
+        print(by_slice.to_markdown(index=False, floatfmt=".3g"))
+        print()
+        print(by_rule.to_markdown(index=False, floatfmt=".3g"))
+
+
+def export_hf(args) -> None:
+    from sparselen.hf_export import export_hf
+
+    print(export_hf(args.model, args.dir, args.tokenizer))
+
+
+def clean_checkpoints(args) -> None:
+    from sparselen.resumable import clean
+
+    for path in clean(args.root, dry_run=args.dry_run):
+        print(path)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sparselen", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("estimate", help="estimate a config's training time before launching it")
-    s.add_argument("--configfile", nargs="+", required=True,
-                   help="config files as given to snakemake --configfile (the first complete, the rest overlays)")
-    s.add_argument("--results", default="results", help="where measured train_log.csv files are")
+    s = sub.add_parser("estimate", help="a config's compute per slice and job from FLOP counts and a device profile")
+    s.add_argument("--configfile", nargs="+", default=[],
+                   help="config files as given to snakemake --configfile (default config.yaml)")
+    s.add_argument("--gpu", default=None, help="model jobs on this GPU (h100, h200, a100, l40s, a10, l4, ...) or "
+                   "a profile JSON; needs gpus_per_job > 0 in the config (configs/paper.yaml)")
+    s.add_argument("--utilization", type=float, default=0.4, help="assumed fraction of the GPU's bf16 peak")
+    s.add_argument("--cpu-profile", default=None, help="CPU profile JSON (benchmarks/calibrate.py); default: the "
+                   "built-in profile of the development machine")
+    s.add_argument("--retries", type=int, default=2, help="the SLURM profile's retries")
+    s.add_argument("--compare", default=None, metavar="BENCHMARKS",
+                   help="also print predicted vs measured CPU seconds from a run's results/benchmarks")
+    s.add_argument("--jobs-csv", default=None, help="write the per-job estimate here")
+    s.add_argument("--calibrate", default=None, metavar="OUT",
+                   help="measure this machine's CPU profile, write it to OUT (JSON) and use it")
     s.set_defaults(func=estimate)
+    s = sub.add_parser("export-hf", help="write a trained model as a transformers GPTNeoXForCausalLM directory")
+    s.add_argument("model", help="a model file written by training (model.pt)")
+    s.add_argument("dir", help="output directory")
+    s.add_argument("--tokenizer", default=None, help="tokenizer.json to include (language models)")
+    s.set_defaults(func=export_hf)
+    s = sub.add_parser("clean-checkpoints", help="remove the checkpoints of finished trainings (the workflow "
+                       "does this when it succeeds)")
+    s.add_argument("--root", default="results")
+    s.add_argument("-n", "--dry-run", action="store_true")
+    s.set_defaults(func=clean_checkpoints)
     return parser
 
 

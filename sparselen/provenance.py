@@ -1,4 +1,4 @@
-"""What produced a result: config hash, seed, package versions, device, git commit.
+"""What produced a result: config hash, seed, package versions, device and hardware, git commit.
 
 Every result file of the pipeline carries ``provenance(...)`` so a number can be traced back
 to the exact settings and software that made it.
@@ -56,7 +56,9 @@ def git_commit() -> str | None:
 def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return platform.processor() or platform.machine() or "cpu"
+    from sparselen.hardware import cpu_info
+
+    return cpu_info()["model"] or platform.machine() or "cpu"
 
 
 def provenance(cfg=None, seed=None, device: torch.device | None = None, **extra) -> dict:
@@ -67,5 +69,8 @@ def provenance(cfg=None, seed=None, device: torch.device | None = None, **extra)
     if device is not None:
         out["device"] = str(device)
         out["device_name"] = device_name(device)
+        from sparselen.hardware import hardware
+
+        out["hardware"] = hardware(device)
     out.update(extra)
     return out

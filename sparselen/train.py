@@ -3,7 +3,8 @@
 Tasks hand in ``batch_fn(step) -> Batch``, a pure function of the step, and the model is
 initialised from the seed; with the optimizer and schedule state in the checkpoint, a run
 killed at any point and started again ends with exactly the weights of an uninterrupted run
-(``tests/test_train.py`` kills one with SIGKILL to check).
+(``tests/test_train.py`` kills one with SIGKILL to check). Model files and checkpoints are
+``sparselen.modelfile`` files (safetensors + JSON: nothing is unpickled on loading).
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from sparselen import io
-from sparselen.architectures import build_model, config_from_dict
+from sparselen import io, modelfile
+from sparselen.architectures import build_model
 from sparselen.batch import IGNORE, Batch
 from sparselen.device import autocast
 from sparselen.distributed import DataParallel, label_counts
 from sparselen.model import GPTNeoX, ModelConfig
 from sparselen.positions import pose_position_ids
 from sparselen.provenance import config_hash, provenance
+from sparselen.resumable import code_fingerprint
 from sparselen.rng import generator
 
 log = logging.getLogger(__name__)
@@ -76,7 +78,8 @@ class RunFiles:
 
     @classmethod
     def of(cls, job) -> "RunFiles":
-        """The files a ``*_train`` rule names: outputs model, log_csv, summary; param checkpoint."""
+        """The files a ``*_train`` rule names: outputs model, log_csv, summary; param checkpoint
+        (``sparselen.resumable``: removed by the workflow, not the job)."""
         o = job.output
         return cls(Path(o.model), Path(o.log_csv), Path(o.summary), Path(job.params.checkpoint))
 
@@ -141,17 +144,19 @@ def train(
     """Train to ``cfg.steps``, resuming from ``files.checkpoint`` if it belongs to this run.
 
     ``identity`` is everything that defines the run's numbers (the rule's config subtree and
-    wildcards); its hash guards resume against a checkpoint of another configuration.
-    Runtime knobs (device, ``compile``, threads) are not part of it: switching them keeps the
-    checkpoint. Writes the model file (weights, model config, provenance, step log), the log
-    CSV and the summary (``labels`` plus the returned summary) atomically at the end, all
-    before the checkpoint is removed, so a kill at any point can resume.
+    wildcards); its hash, and the code's fingerprint, guard resume against a checkpoint of
+    another configuration or code. Runtime knobs (device, ``compile``, threads) are not part of
+    it: switching them keeps the checkpoint. Writes the model file (weights, model config,
+    provenance, step log), the log CSV and the summary (``labels`` plus the returned summary)
+    atomically at the end. The checkpoint is written every ``checkpoint_every`` steps and at the
+    last step, and never removed here (``sparselen.resumable``), so a kill at any point, even
+    after every output is written, resumes, with nothing left to train after the last step.
 
     ``parallel`` (``sparselen.distributed``, under torchrun): each rank takes its rows of the
     same global batch and the update is that of one process on the whole batch; only rank 0
     writes files. None: one process.
     """
-    chash = config_hash(identity)
+    chash, code = config_hash(identity), code_fingerprint()
     checkpoint = files.checkpoint
     torch.manual_seed(cfg.seed)
     model = build_model(model_cfg).to(device)
@@ -161,8 +166,8 @@ def train(
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.optim, cfg.steps))
     step, rows = 0, []
     if checkpoint.exists():
-        state = torch.load(checkpoint, map_location=device, weights_only=False)
-        if state.get("config_hash") == chash:
+        state = modelfile.load_state(checkpoint, device)
+        if state.get("config_hash") == chash and state.get("code") == code:
             if parallel is None:
                 model.load_state_dict(state["model"])
                 opt.load_state_dict(state["optimizer"])
@@ -172,8 +177,8 @@ def train(
             step, rows = state["step"], state["log"]
             log.info("resumed from %s at step %d", checkpoint, step)
         else:
-            log.warning("ignoring checkpoint %s: it belongs to config %s, not %s",
-                        checkpoint, state.get("config_hash"), chash)
+            log.warning("ignoring checkpoint %s: it belongs to config %s and code %s, not %s and %s",
+                        checkpoint, state.get("config_hash"), state.get("code"), chash, code)
     fwd = torch.compile(wrapped) if compile else wrapped
 
     def state_dicts():
@@ -182,8 +187,8 @@ def train(
     def save_checkpoint():
         model_sd, opt_sd = state_dicts()
         if main:
-            io.torch_save({"model": model_sd, "optimizer": opt_sd, "scheduler": sched.state_dict(),
-                           "step": step, "log": rows, "config_hash": chash}, checkpoint)
+            modelfile.save_state(checkpoint, {"model": model_sd, "optimizer": opt_sd, "scheduler": sched.state_dict(),
+                                              "step": step, "log": rows, "config_hash": chash, "code": code})
 
     model.train()
     t_last, tokens_since = time.perf_counter(), 0
@@ -224,7 +229,7 @@ def train(
             if main:
                 log.info("step %d loss %.5f lr %.3e tokens/s %.0f", step, row["loss"], lr, row["tokens_per_s"])
         bar.update(1)
-        if step % cfg.checkpoint_every == 0 and step < cfg.steps:
+        if step % cfg.checkpoint_every == 0 or step == cfg.steps:
             save_checkpoint()
     bar.close()
     wall = time.perf_counter() - t_start
@@ -234,13 +239,11 @@ def train(
     summary = {**(labels or {}), "final_loss": rows[-1]["loss"] if rows else None,
                "wall_seconds_this_run": wall, "parameters": model.num_parameters(), **prov}  # FSDP2: global numel
     if main:
-        io.torch_save({"model": model_sd, "model_config": model_cfg.to_dict(), "provenance": prov, "log": rows},
-                      files.model)
+        modelfile.save_model(files.model, model_sd, model_cfg, prov, rows)
         import pandas as pd
 
         io.write_csv(pd.DataFrame(rows), files.log_csv)
         io.write_json(files.summary, summary)
-        checkpoint.unlink(missing_ok=True)
     if parallel is not None:
         parallel.barrier()  # no rank leaves before the outputs exist
     return summary
@@ -248,8 +251,4 @@ def train(
 
 def load_model(path, device: torch.device = torch.device("cpu")) -> tuple[GPTNeoX, dict]:
     """Load a trained model file written by ``train``; returns (model in eval mode, provenance)."""
-    state = torch.load(path, map_location=device, weights_only=False)
-    model = build_model(config_from_dict(state["model_config"])).to(device)
-    model.load_state_dict(state["model"])
-    model.eval()
-    return model, state["provenance"]
+    return modelfile.load_model(path, device)

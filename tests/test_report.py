@@ -1,5 +1,5 @@
 """The reproduction report: claims on hand-made tables with known verdicts, hyperparameter
-tags, the ledger from hand-made benchmark files, the run-time estimate and the rendered report."""
+tags, the ledger from hand-made benchmark files and the rendered report."""
 
 import json
 
@@ -8,11 +8,7 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT
-from sparselen.cli import main
-from sparselen.config import load
 from sparselen.jobs import Job, run
-from sparselen.model import GPTNeoX, ModelConfig
-from sparselen.olmo import Olmo, OlmoConfig
 from sparselen.report import claims as cl
 from sparselen.report import hyperparams, ledger, render
 
@@ -227,7 +223,7 @@ def test_hyperparameter_files(tmp_path):
     assert "1 of 2 values are the paper's" in (tmp_path / "l.md").read_text()
 
 
-# ----------------------------------------------------------------------------- ledger and estimate
+# ----------------------------------------------------------------------------- ledger
 
 BENCH_HEAD = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 
@@ -252,39 +248,12 @@ def test_ledger_from_benchmark_files(tmp_path):
     assert f.loc["all", "peak_rss_mb"] == 500
 
 
-def test_parameter_formula_matches_the_model():
-    model = {"n_layer": 2, "n_head": 2, "d_model": 24, "d_ff": 40}
-    net = GPTNeoX(ModelConfig(vocab_size=11, **model))
-    assert ledger.parameters(model, 11) == sum(p.numel() for p in net.parameters())
-    olmo = {**model, "architecture": "olmo", "variant": "kempner_c4"}
-    net = Olmo(OlmoConfig(vocab_size=11, **{k: v for k, v in olmo.items() if k != "architecture"}))
-    assert ledger.parameters(olmo, 11) == sum(p.numel() for p in net.parameters())
-
-
 def fake_run(results, slice_, tok_s, params):
     run = results / slice_ / "run0"
     run.mkdir(parents=True)
     pd.DataFrame({"step": [1, 2, 3], "tokens_per_s": [1.0, tok_s, tok_s]}).to_csv(run / "train_log.csv", index=False)
     (run / "train_summary.json").write_text(json.dumps({"parameters": params}))
 
-
-def test_estimate_scales_measured_throughput(tmp_path, capsys):
-    fake_run(tmp_path / "results", "parity", 1000.0, 5000)  # 5e6 parameter-tokens/s
-    base = tmp_path / "base.yaml"
-    base.write_text("parity:\n  K_train: [2, 4]\n  seeds: [0]\n  model: {n_layer: 1, d_model: 16, d_ff: 32}\n"
-                    "  pose: {target_length: 501}\n  train: {lengths: [20, 50], steps: 100, batch_size: 8}\n"
-                    "  eval: {seed: 0, k_test: [1], lengths: [20, 500], n: 10}\n")
-    overlay = tmp_path / "big.yaml"
-    overlay.write_text("parity:\n  train: {steps: 1000}\n")
-    main(["estimate", "--configfile", str(base), str(overlay), "--results", str(tmp_path / "results")])
-    model = {"n_layer": 1, "d_model": 16, "d_ff": 32}
-    params = ledger.parameters(model, 6)
-    expected = 2 * 1000 * 8 * 36 * params / 5e6  # 2 runs, 1000 steps, 8 x (35 + 1) tokens per step
-    est = ledger.estimate(load([base, overlay]), ledger.throughput(tmp_path / "results"))
-    assert est.loc[0, "train_seconds_one_job_at_a_time"] == pytest.approx(expected)
-    assert f"{expected / 3600:.3g}" in capsys.readouterr().out
-    with pytest.raises(ValueError, match="no measured throughput"):
-        ledger.estimate(load([base, overlay]), ledger.throughput(tmp_path / "nothing"))
 
 
 # ----------------------------------------------------------------------------- the report

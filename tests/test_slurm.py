@@ -20,6 +20,8 @@ import pytest
 import torch
 import yaml
 
+from sparselen.modelfile import load_state
+
 REPO = Path(__file__).resolve().parents[1]
 CLUSTER = REPO / "tests" / "slurm" / "cluster.sh"
 SMOKE = (REPO / "config.yaml", REPO / "tests" / "smoke" / "config.yaml")
@@ -85,8 +87,8 @@ def equal_outputs(a: Path, b: Path, n_models: int) -> None:
     models = sorted(p.relative_to(a) for p in (a / "results" / "parity").glob("K*/seed*/model.pt"))
     assert len(models) == n_models
     for rel in models:
-        wa = torch.load(a / rel, weights_only=False)["model"]
-        wb = torch.load(b / rel, weights_only=False)["model"]
+        wa = load_state(a / rel)["model"]
+        wb = load_state(b / rel)["model"]
         assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa), f"weights differ: {rel}"
         ev = rel.with_name("eval.csv")
         assert (a / ev).read_bytes() == (b / ev).read_bytes(), f"evaluation differs: {ev}"

@@ -12,6 +12,7 @@ import torch
 
 from conftest import PYTHON, ROOT, subprocess_env
 from sparselen.jobs import Job, run
+from sparselen.modelfile import load_state, save_state
 from sparselen.train import OptimConfig, lr_lambda
 
 PARAMS = {
@@ -72,28 +73,28 @@ def test_sigkill_then_resume_gives_identical_weights(tmp_path):
     kill_after_checkpoint(train_cmd(killed), killed / "ckpt.pt")
     # a killed job leaves no final output, and no half-written file under an output's name
     assert not (killed / "model.pt").exists() and not (killed / "summary.json").exists()
-    resumed_at = torch.load(killed / "ckpt.pt", weights_only=False)["step"]
+    resumed_at = load_state(killed / "ckpt.pt")["step"]
     assert 0 < resumed_at < 600
 
     result = subprocess.run(train_cmd(killed), check=True, env=subprocess_env(), capture_output=True, text=True)
     assert f"resumed from {killed / 'ckpt.pt'} at step {resumed_at}" in result.stderr
-    a = torch.load(straight / "model.pt", weights_only=False)
-    b = torch.load(killed / "model.pt", weights_only=False)
+    a = load_state(straight / "model.pt")
+    b = load_state(killed / "model.pt")
     assert a["model"].keys() == b["model"].keys()
     for name in a["model"]:
         assert torch.equal(a["model"][name], b["model"][name]), name
     assert [r["loss"] for r in a["log"]] == [r["loss"] for r in b["log"]] and len(a["log"]) == 60
-    assert not (killed / "ckpt.pt").exists()  # the checkpoint is removed once the run is done
+    assert load_state(killed / "ckpt.pt")["step"] == 600  # kept (last step) until the workflow cleans up
     summary = json.loads((killed / "summary.json").read_text())
     assert summary["config_hash"] and summary["seed"] == 0 and summary["versions"]["torch"].startswith("2.13")
     assert a["log"][-1]["loss"] < a["log"][0]["loss"]  # it learned something
 
 
 def test_checkpoint_of_another_config_is_ignored(tmp_path, caplog):
-    torch.save({"config_hash": "not-this-one", "step": 10}, tmp_path / "ckpt.pt")
+    save_state(tmp_path / "ckpt.pt", {"config_hash": "not-this-one", "step": 10})
     run_job(train_job(tmp_path, steps=20))
     assert "ignoring checkpoint" in caplog.text
-    assert len(torch.load(tmp_path / "model.pt", weights_only=False)["log"]) == 2
+    assert len(load_state(tmp_path / "model.pt")["log"]) == 2
 
 
 def test_runtime_knobs_keep_the_checkpoint(tmp_path, caplog):
@@ -103,26 +104,27 @@ def test_runtime_knobs_keep_the_checkpoint(tmp_path, caplog):
     killed = tmp_path / "killed"
     killed.mkdir()
     kill_after_checkpoint(train_cmd(killed), killed / "ckpt.pt")
-    at = torch.load(killed / "ckpt.pt", weights_only=False)["step"]
+    at = load_state(killed / "ckpt.pt")["step"]
     run_job(train_job(killed, compile=True, threads=2))
     assert f"resumed from {killed / 'ckpt.pt'} at step {at}" in caplog.text
-    assert not (killed / "ckpt.pt").exists() and (killed / "model.pt").exists()
+    assert (killed / "model.pt").exists()
 
 
-def test_every_output_exists_before_the_checkpoint_goes(tmp_path, monkeypatch):
-    """A kill between the last output and the checkpoint's removal must still be resumable."""
+def test_summary_is_written_before_the_last_checkpoint_and_it_is_kept(tmp_path, monkeypatch):
+    """Every output, the summary included, exists before anything could remove the checkpoint:
+    the job never removes it (the workflow does, after recording the job)."""
     from pathlib import Path
 
     outputs = [tmp_path / name for name in ("model.pt", "log.csv", "summary.json")]
-    seen = []
+    removed = []
     unlink = Path.unlink
 
-    def checked_unlink(self, *args, **kwargs):
+    def watched_unlink(self, *args, **kwargs):
         if self.name == "ckpt.pt":
-            seen.append([p.exists() for p in outputs])
+            removed.append([p.exists() for p in outputs])
         return unlink(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "unlink", checked_unlink)
+    monkeypatch.setattr(Path, "unlink", watched_unlink)
     run_job(train_job(tmp_path, steps=20, checkpoint_every=5))
-    assert seen == [[True, True, True]]
+    assert removed == [] and load_state(tmp_path / "ckpt.pt")["step"] == 20
     assert json.loads(outputs[2].read_text())["K_train"] == 2

@@ -24,7 +24,7 @@ def load_tokens(path) -> dict:
         from sparselen.language.token_files import load_tokens as load_token_files
 
         return load_token_files(io.read_json(path), root=Path(path).parent)
-    t = torch.load(path, weights_only=False)
+    t = torch.load(path, weights_only=True)
     t["train"] = t["train"].long()
     t["eval"] = [d.long() for d in t["eval"]]
     return t

@@ -44,7 +44,7 @@ def evaluate(job) -> None:
     """One model on the shared evaluation set (params.batch_size)."""
     dev = runtime(job).device
     model, prov = load_model(job.input.model, dev)
-    cells = torch.load(job.input.eval_set, weights_only=False)["cells"]
+    cells = torch.load(job.input.eval_set, weights_only=True)["cells"]
     df = evaluate_grid(model, cells, job.params.batch_size, dev, K_train=prov["run"]["K_train"], seed=prov["seed"],
                        scheme=model.cfg.scheme)
     df["config_hash"] = prov["config_hash"]

@@ -76,7 +76,7 @@ def evaluate(job) -> None:
     """One model by generation on its task's evaluation set (params.batch_size)."""
     dev = runtime(job).device
     model, prov = load_model(job.input.model, dev)
-    data = torch.load(job.input.eval_set, weights_only=False)
+    data = torch.load(job.input.eval_set, weights_only=True)
     df = pd.DataFrame(evaluate_cells(model, data["cells"], job.params.batch_size, dev, task=data["task"],
                                      seed=prov["seed"]))
     df["config_hash"] = prov["config_hash"]

@@ -1,16 +1,7 @@
-"""Compute ledger and run-time estimate.
-
-The ledger reads the rules' ``benchmark:`` files (``results/benchmarks/<slice>/<step>[/<job>].tsv``,
-one per job, written by Snakemake) and sums wall time, CPU time and peak memory (max_rss)
-per rule and per figure (a figure = its slice's whole DAG).
-
-The estimate predicts a config's training time before it is launched: measured throughput
-from the training logs (tokens/s times the model's parameter count, i.e. a FLOP rate up to
-the factor 6, so it transfers across model sizes) and the config's runs, steps, tokens per
-step and parameter count. It ignores attention's quadratic cost, per-step overhead and job
-start-up, so it is an order-of-magnitude guide, measured on whatever device produced the logs;
-throughput measured on a much smaller model (where per-step overhead dominates) overestimates
-a bigger model's time, so measure on a config of similar size (``--results``).
+"""Compute ledger: the rules' ``benchmark:`` files (``results/benchmarks/<slice>/<step>[/<job>].tsv``,
+one per job, written by Snakemake), summed as wall time, CPU time and peak memory (max_rss)
+per rule and per figure (a figure = its slice's whole DAG). The estimate before launch is
+``sparselen.estimate``.
 """
 
 from __future__ import annotations
@@ -65,78 +56,3 @@ def write(bench: pd.DataFrame, rules_csv, figures_csv) -> tuple[pd.DataFrame, pd
     io.write_csv(r, rules_csv)
     io.write_csv(f, figures_csv)
     return r, f
-
-
-# ----------------------------------------------------------------------------- throughput
-
-
-def throughput(results) -> pd.DataFrame:
-    """Per training run found under ``results``: median tokens/s (after the first log row,
-    which includes warm-up), parameters, and their product (parameter-tokens/s)."""
-    rows = []
-    for log_csv in sorted(Path(results).rglob("train_log.csv")):
-        summary = log_csv.with_name("train_summary.json")
-        if not summary.exists():
-            continue
-        log = pd.read_csv(log_csv)
-        if "tokens_per_s" not in log or log.empty:
-            continue
-        tok = log["tokens_per_s"].iloc[1:] if len(log) > 1 else log["tokens_per_s"]
-        params = io.read_json(summary).get("parameters")
-        if not params:
-            continue
-        rows.append({"slice": log_csv.relative_to(results).parts[0], "run": str(log_csv.parent),
-                     "tokens_per_s": float(tok.median()), "parameters": int(params),
-                     "param_tokens_per_s": float(tok.median()) * int(params)})
-    return pd.DataFrame(rows, columns=["slice", "run", "tokens_per_s", "parameters", "param_tokens_per_s"])
-
-
-# ----------------------------------------------------------------------------- estimate
-
-
-def parameters(model: dict, vocab: int) -> int:
-    """Parameter count of the model a ``model`` section builds, GPT-NeoX or OLMo (without
-    task-specific heads), built on the meta device: no memory, and no second formula to drift."""
-    import torch
-
-    from sparselen.architectures import build_model, model_config
-
-    with torch.device("meta"):
-        return build_model(model_config(model, vocab)).num_parameters()
-
-
-def training_plan(config: dict) -> list[dict]:
-    """Per slice of ``config`` we can size: runs, steps, tokens per step, parameters."""
-    plan = []
-    p = config.get("parity")
-    if p:
-        from sparselen.parity.task import VOCAB
-
-        lo, hi = p["train"]["lengths"]
-        plan.append({"slice": "parity", "runs": len(p["K_train"]) * len(p["seeds"]), "steps": p["train"]["steps"],
-                     "tokens_per_step": p["train"]["batch_size"] * ((lo + hi) / 2 + 1),
-                     "parameters": parameters(p["model"], len(VOCAB))})
-    lang = config.get("language")
-    if lang:
-        runs = sum(len(v) for v in lang["schemes"].values()) * len(lang["seeds"])
-        plan.append({"slice": "language", "runs": runs, "steps": lang["train"]["steps"],
-                     "tokens_per_step": lang["train"]["batch_tokens"],
-                     "parameters": parameters(lang["model"], lang["tokenizer"]["vocab_size"])})
-    return plan
-
-
-def estimate(config: dict, measured: pd.DataFrame) -> pd.DataFrame:
-    """Estimated training time per slice: a slice's own measured throughput when there is
-    one, else the median over all measured runs."""
-    if measured.empty:
-        raise ValueError("no measured throughput: run at least one training job first (train_log.csv + "
-                         "train_summary.json under the results directory)")
-    pooled = float(measured["param_tokens_per_s"].median())
-    rows = []
-    for r in training_plan(config):
-        own = measured.loc[measured["slice"] == r["slice"], "param_tokens_per_s"]
-        rate, source = (float(own.median()), r["slice"]) if len(own) else (pooled, "all slices")
-        seconds = r["runs"] * r["steps"] * r["tokens_per_step"] * r["parameters"] / rate
-        rows.append({**r, "param_tokens_per_s": rate, "throughput_from": source,
-                     "train_seconds_one_job_at_a_time": seconds, "train_hours": seconds / 3600})
-    return pd.DataFrame(rows)

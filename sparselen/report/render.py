@@ -96,6 +96,14 @@ def _slice_dir(path: Path) -> str:
     return parts[parts.index("results") + 1] if "results" in parts[:-1] else parts[0]
 
 
+def _hardware_line(summary: dict, key: str) -> str:
+    """CPU model, torch's CPU kernel level and the GPU with its driver, from a run's provenance."""
+    h = summary.get(key) or {}
+    cpu, gpu = h.get("cpu") or {}, h.get("gpu")
+    line = f"{cpu.get('model')} ({cpu.get('torch_capability')})" if cpu else "not recorded"
+    return line + (f"; {gpu.get('name')}, driver {gpu.get('driver')}" if gpu else "")
+
+
 def provenance_section(run_files) -> list[str]:
     """Config hashes, seeds, versions, devices and commits of the training runs behind the
     tables (the ``train_summary.json`` beside each per-run file), listed once."""
@@ -115,7 +123,8 @@ def provenance_section(run_files) -> list[str]:
 
         rows.append({"slice": sl, "runs": len(mine), "config hashes": values("config_hash"),
                      "seeds": values("seed"), "device": values("device_name"), "git commit": values("git_commit"),
-                     "torch": values("torch", lambda s, k: s.get("versions", {}).get(k))})
+                     "torch": values("torch", lambda s, k: s.get("versions", {}).get(k)),
+                     "hardware": values("hardware", _hardware_line)})
     versions = Counter(io.json_dumps(s.get("versions", {})) for _, s in summaries)
     lines += [md_table(pd.DataFrame(rows)), ""]
     lines += [f"Package versions of the training runs ({len(versions)} distinct set(s)):", "",
@@ -127,8 +136,8 @@ def ledger_section(per_figure: pd.DataFrame, per_rule: pd.DataFrame) -> list[str
     return ["## Compute ledger", "",
             "From the rules' `benchmark:` files (wall time and CPU time in seconds, peak resident memory in MB; "
             "jobs run in parallel, so wall times add up to more than the elapsed time). Before launching a "
-            "config, `sparselen estimate --configfile X` estimates its training time from these "
-            "measurements.", "",
+            "config, `sparselen estimate --configfile X` predicts every job's time from FLOP counts and a device "
+            "profile; `--compare results/benchmarks` sets it against these measurements.", "",
             "Per figure (slice):", "", md_table(per_figure), "", "Per rule:", "", md_table(per_rule), ""]
 
 

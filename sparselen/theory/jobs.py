@@ -14,6 +14,7 @@ import torch
 from sparselen import io
 from sparselen.jobs import runtime
 from sparselen.model import ModelConfig
+from sparselen.modelfile import save_state
 from sparselen.provenance import config_hash, provenance
 from sparselen.theory import report
 from sparselen.theory.evaluate import evaluate, gpt_predict, sfa_predict
@@ -52,8 +53,8 @@ def run_sfa(job) -> None:
     net, rows = train_sfa(pc, p.sfa, lengths, run["seed"], window)
     identity = {"task": p.task, "train": p.train, "eval": p.eval, "sfa": p.sfa}
     prov = provenance(identity, run["seed"], torch.device("cpu"), run={"model": "sfa", **run})
-    io.torch_save({"model": net.state_dict(), "planted": pc.to_dict(), "window": window, "sfa": p.sfa,
-                   "provenance": prov}, job.output.model)
+    save_state(job.output.model, {"model": net.state_dict(), "planted": pc.to_dict(), "window": window, "sfa": p.sfa,
+                                  "provenance": prov})
     io.write_csv(pd.DataFrame(rows), job.output.log_csv)
     io.write_json(job.output.summary, {"model": "sfa", **run, "final_loss": rows[-1]["loss"] if rows else None,
                                        "parameters": sum(x.numel() for x in net.parameters()), **prov})

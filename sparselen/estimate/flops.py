@@ -1,0 +1,107 @@
+"""FLOP counts of GPT-NeoX passes, and a job's work as terms a profile prices.
+
+Matrix products only (a multiply-add is 2 FLOPs): per token and layer of a forward pass
+``8 d^2 + 4 d d_ff`` for the projections and MLP plus ``4 d c`` for attention over ``c`` keys
+(causal: c = (T + 1) / 2 on average over T tokens; a KV-cached generation step attends to the
+whole cache); ``2 d V`` per unembedded position (plus the PPC position head). A training step is
+3x its forward pass (backward = 2x forward): the usual ``6 N`` per token plus attention (Kaplan
+et al. 2020, "Scaling laws for neural language models", section 2.1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sparselen.estimate.profiles import UNITS, Profile
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A GPT-NeoX's matrix-product sizes."""
+
+    n_layer: int
+    d_model: int
+    d_ff: int
+    vocab: int
+    extra_head: int = 0  # outputs of the PPC position head (evaluated at every position)
+
+    @classmethod
+    def of(cls, model: dict, vocab: int, extra_head: int = 0) -> "Shape":
+        return cls(int(model.get("n_layer", 2)), int(model.get("d_model", 128)), int(model.get("d_ff", 512)),
+                   int(vocab), int(extra_head))
+
+    def layer_flops_per_token(self, keys: float) -> float:
+        d = self.d_model
+        return self.n_layer * (8 * d * d + 4 * d * self.d_ff + 4 * d * keys)
+
+    def head_flops(self) -> float:
+        return 2 * self.d_model * (self.vocab + self.extra_head)
+
+    def forward_flops_per_token(self, seq_len: float) -> float:
+        """Causal forward pass, every position unembedded."""
+        return self.layer_flops_per_token((seq_len + 1) / 2) + self.head_flops()
+
+    def forward(self, rows: float, seq_len: float, unembed: str = "all") -> float:
+        """FLOPs of one causal forward pass over ``rows`` x ``seq_len`` tokens; ``unembed``:
+        all positions, or only the ``last``."""
+        per_row = seq_len * self.layer_flops_per_token((seq_len + 1) / 2)
+        per_row += self.head_flops() * (seq_len if unembed == "all" else 1)
+        return rows * per_row
+
+    def cached_step(self, rows: float, cache_len: float) -> float:
+        """One KV-cached generation step: one new token per row attending to ``cache_len`` + 1 keys."""
+        return rows * (self.layer_flops_per_token(cache_len + 1) + self.head_flops())
+
+
+@dataclass
+class Term:
+    """``calls`` passes of one kind (``train``: forward + backward + optimizer step;
+    ``forward``: no-grad forward; ``grad``: forward + input gradients) totalling ``flops``."""
+
+    kind: str
+    calls: float
+    flops: float
+    n_layer: int
+    d_model: int
+
+
+@dataclass
+class Work:
+    terms: list = field(default_factory=list)
+    units: dict = field(default_factory=dict)
+    # training part only, for resubmission arithmetic: steps and checkpoint interval
+    train_steps: int = 0
+    checkpoint_every: int = 0
+    model_job: bool = True  # False: no model (data, tables, figures): always on the CPU profile
+    cpu_only: bool = False  # runs on the CPU even in a GPU job (theory SFA runs: --device cpu)
+
+    def add(self, kind: str, calls: float, flops: float, shape: Shape) -> "Work":
+        self.terms.append(Term(kind, float(calls), float(flops), shape.n_layer, shape.d_model))
+        return self
+
+    def unit(self, name: str, amount: float) -> "Work":
+        self.units[name] = self.units.get(name, 0.0) + float(amount)
+        return self
+
+    @property
+    def flops(self) -> float:
+        return sum(t.flops for t in self.terms)
+
+
+def seconds(work: Work, profile: Profile) -> dict:
+    """Predicted seconds of one job: total, and its training part (for checkpoint arithmetic)."""
+    total, train = profile.job_s, 0.0
+    for t in work.terms:
+        s = t.flops / profile.rate(t.d_model)
+        if t.kind == "train":
+            s += t.calls * (profile.step_s + t.n_layer * profile.step_layer_s)
+            train += s
+        else:
+            s += t.calls * (profile.call_s + t.n_layer * profile.call_layer_s) * (2 if t.kind == "grad" else 1)
+        total += s
+    units = dict(work.units)
+    if work.model_job:
+        units["model_job"] = units.get("model_job", 0.0) + 1
+    for name, amount in units.items():
+        total += amount * profile.units.get(name, UNITS.get(name, 0.0))
+    return {"seconds": total, "train_seconds": train}

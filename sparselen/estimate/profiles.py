@@ -1,0 +1,145 @@
+"""Device profiles: how fast one device turns work (FLOPs, steps, calls, fixed costs) into seconds.
+
+    seconds = job_s + sum over terms [ FLOPs / rate(d_model) + calls * (call_s + n_layer * layer_s) ]
+              + sum over non-model units [ amount * seconds_per_unit ]
+    rate(d) = peak_flops * utilization * d / (d + width_half)
+
+``width_half`` models small matrix products running below peak (CPUs; 0 for GPUs); the per-call
+terms model what FLOPs do not count (op dispatch, optimizer, Python, kernel launches). Named
+GPUs use their datasheet bf16 peak times an assumed utilization; a measured profile comes from
+``sparselen.estimate.calibrate`` (benchmarks/calibrate.py) or a measured throughput.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class GPU:
+    peak_bf16_tflops: float  # dense (no structured sparsity), tensor cores
+    source: str
+
+
+# Dense bf16 tensor-core peaks from the vendors' datasheets (the "with sparsity" figures are 2x).
+GPUS = {
+    "h100-sxm": GPU(989.4, "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (SXM5)"),
+    "h100-pcie": GPU(756.0, "NVIDIA H100 datasheet: BF16 Tensor Core 1,513 TFLOPS with sparsity (PCIe)"),
+    "h200": GPU(989.4, "NVIDIA H200 datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (same compute as H100 SXM)"),
+    "a100": GPU(312.0, "NVIDIA A100 datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity), SXM and PCIe"),
+    "l40s": GPU(362.05, "NVIDIA L40S datasheet: BF16 Tensor Core 362.05 TFLOPS (733 with sparsity)"),
+    "a10": GPU(125.0, "NVIDIA A10 datasheet: BF16 Tensor Core 125 TFLOPS (250 with sparsity)"),
+    "l4": GPU(121.0, "NVIDIA L4 datasheet: BF16 Tensor Core 121 TFLOPS (242 with sparsity)"),
+}
+GPU_ALIASES = {"h100": "h100-sxm", "a100-sxm": "a100", "a100-pcie": "a100", "a10g": "a10"}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How fast one device turns work into seconds (see the module docstring)."""
+
+    name: str
+    device: str  # "gpu" | "cpu"
+    peak_flops: float  # FLOP/s at full efficiency
+    utilization: float = 1.0  # fraction of peak that large matrix products reach
+    width_half: float = 0.0  # d_model at which small products reach half of that
+    step_s: float = 0.0  # per training step (optimizer, sampling, Python, launches)
+    step_layer_s: float = 0.0  # per training step and layer
+    call_s: float = 0.0  # per forward pass (no grad)
+    call_layer_s: float = 0.0  # per forward pass and layer
+    job_s: float = 0.0  # per job: interpreter start, imports, model and data loading
+    units: dict = field(default_factory=dict)  # seconds per unit of non-model work (UNITS)
+    source: str = ""
+
+    def rate(self, d_model: float) -> float:
+        d = max(float(d_model), 1.0)
+        return self.peak_flops * self.utilization * d / (d + self.width_half)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+
+# Non-model work, in units a profile prices (seconds per unit): defaults measured on the
+# 2-core development machine (benchmarks/calibrate.py); a calibration replaces them.
+UNITS = {
+    "aggregate_job": 3.0,  # a table/figure/report job beyond job_s (pandas, matplotlib, scipy)
+    "model_job": 3.0,  # a training/evaluation job beyond job_s (trainer, model files, provenance)
+    "bpe_char": 2.0e-7,  # BPE training, single-threaded, per character of the training split
+    "encode_char": 1.5e-7,  # tokenizing, per character
+    "read_char": 2.0e-8,  # reading and splitting the corpus, per character
+    "sample": 2.0e-6,  # drawing one evaluation/training sample with a task sampler
+}
+
+
+def gpu_profile(name: str, utilization: float = 0.4, compile: bool = True, cpu: Profile | None = None) -> Profile:
+    """A named GPU: datasheet peak x ``utilization`` (an assumption: 0.3-0.5 is typical of
+    well-shaped bf16 training; small models reach less, which the per-step terms model).
+
+    Overheads are assumptions for eager PyTorch, whose host-side dispatch of ~10 us per op bounds
+    small models (launches are asynchronous, so the step costs the larger of host and device
+    time; we add them, which is conservative): about 80 ops per layer and training step
+    (forward, backward, AdamW foreach), 25 per layer and forward pass; ``compile`` fuses them to
+    ~40%. A training step also samples its batch on the CPU and reads the loss (~2 ms). Not
+    measured here (no GPU was available): replace them with a measured profile
+    (benchmarks/calibrate.py --device cuda) when you have one."""
+    key = GPU_ALIASES.get(name.lower(), name.lower())
+    if key not in GPUS:
+        raise ValueError(f"unknown GPU {name!r}; known: {', '.join(sorted(GPUS))} (or give a measured profile file)")
+    g = GPUS[key]
+    launch = 10e-6 * (0.4 if compile else 1.0)
+    return Profile(
+        name=f"{key} (bf16 {g.peak_bf16_tflops:g} TFLOP/s x {utilization:g})", device="gpu",
+        peak_flops=g.peak_bf16_tflops * 1e12, utilization=utilization, width_half=0.0,
+        step_s=2e-3, step_layer_s=80 * launch, call_s=5e-4, call_layer_s=25 * launch,
+        job_s=90.0 if compile else 20.0, units=dict((cpu or CPU_DEFAULT).units),
+        source=g.source + f"; utilization {utilization:g} and overheads assumed (sparselen.estimate.profiles.gpu_profile)")
+
+
+# The CPU of the machine this project was developed on (2 cores, one torch thread per job),
+# fitted by ``calibrate`` (benchmarks/calibrate.py, 2026-11-23); ``--cpu-profile`` replaces it.
+CPU_DEFAULT = Profile(name="cpu-1-thread (dev machine)", device="cpu", peak_flops=60e9, utilization=1.0,
+                      width_half=128.0, step_s=2e-3, step_layer_s=2e-3, call_s=4e-4, call_layer_s=3e-4,
+                      job_s=3.0, units=dict(UNITS), source="defaults; run benchmarks/calibrate.py")
+
+
+def load_profile(path) -> Profile:
+    """A profile JSON (``Profile`` fields, e.g. written by benchmarks/calibrate.py), or a
+    measured-throughput JSON ``{"tokens_per_s": ..., "model": {...}, "batch": B, "seq_len": T}``
+    (see ``profile_from_throughput``)."""
+    data = json.loads(Path(path).read_text())
+    if "tokens_per_s" in data or "flops_per_s" in data:
+        return profile_from_throughput(**data)
+    units = {**UNITS, **data.pop("units", {})}
+    return Profile(**data, units=units)
+
+
+def profile_from_throughput(model: dict | None = None, seq_len: int = 0, tokens_per_s: float | None = None,
+                            flops_per_s: float | None = None, device: str = "gpu", name: str = "measured",
+                            base: Profile | None = None, **_) -> Profile:
+    """A profile whose FLOP rate reproduces one measured training throughput: ``flops_per_s``,
+    or ``tokens_per_s`` of a ``model`` (n_layer, d_model, d_ff, vocab_size) at ``seq_len``
+    (converted with the same FLOP count as the estimate). Overheads are folded into the rate,
+    so it is exact for that shape and approximate for others."""
+    if flops_per_s is None:
+        if tokens_per_s is None or model is None:
+            raise ValueError("a throughput profile needs flops_per_s, or tokens_per_s with model and seq_len")
+        from sparselen.estimate.flops import Shape
+
+        shape = Shape.of(model, model.get("vocab_size", 0))
+        flops_per_s = tokens_per_s * 3 * shape.forward_flops_per_token(max(seq_len, 1))
+    b = base or CPU_DEFAULT
+    return Profile(name=name, device=device, peak_flops=flops_per_s, utilization=1.0, width_half=0.0,
+                   job_s=b.job_s, units=dict(b.units), source=f"measured throughput {flops_per_s:.3g} FLOP/s")
+
+
+def resolve(gpu: str | None, utilization: float, cpu_profile: str | None, compile: bool = True):
+    """(GPU profile or None, CPU profile) from the command's arguments: a GPU name or profile file."""
+    cpu = load_profile(cpu_profile) if cpu_profile else CPU_DEFAULT
+    if gpu is None:
+        return None, cpu
+    if Path(gpu).exists():
+        g = load_profile(gpu)
+        return replace(g, units={**cpu.units, **g.units}), cpu
+    return gpu_profile(gpu, utilization, compile, cpu), cpu

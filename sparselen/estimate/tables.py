@@ -1,0 +1,138 @@
+"""The estimate's tables: seconds per job on its device, per slice and per job type; SLURM
+submissions whose predicted time exceeds their limit, with the attempts resuming from
+checkpoints would take; predicted against a finished run's measured benchmark files.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sparselen.estimate.flops import seconds
+from sparselen.estimate.plan import plan as plan_jobs
+from sparselen.estimate.profiles import Profile
+
+
+def attempts_needed(need_s: float, train_s: float, steps: int, checkpoint_every: int, limit_s: float,
+                    restart_s: float) -> int:
+    """Attempts a job needs when attempt a runs for ``a * limit_s`` and a killed attempt keeps
+    its training progress up to the last checkpoint (every ``checkpoint_every`` steps);
+    each attempt pays ``restart_s`` again. ``math.inf`` if no number of attempts finishes
+    (a job without checkpoints that does not fit the limit of any attempt up to 100)."""
+    done = 0.0  # seconds of training work saved in checkpoints
+    per_step = train_s / steps if steps else 0.0
+    ckpt_s = per_step * checkpoint_every if steps and checkpoint_every < steps else math.inf
+    for a in range(1, 101):
+        limit = a * limit_s
+        if restart_s + (need_s - done) <= limit:
+            return a
+        if ckpt_s < math.inf:  # training progress kept up to the last checkpoint before the kill
+            progressed = max(0.0, limit - restart_s)
+            done = min(train_s, done + math.floor(progressed / ckpt_s) * ckpt_s)
+    return math.inf
+
+
+def estimate(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2) -> "pd.DataFrame":
+    """One row per job: predicted seconds on its device; with ``gpu`` (and config gpus_per_job >
+    0) model jobs run on the GPU profile, the rest (and theory SFA runs, which always use the
+    CPU) on ``cpu``. Submissions are grouped as on SLURM; a submission's limit is the sum of its
+    jobs' runtimes (Snakemake adds up ``runtime`` over a group's sequential jobs)."""
+    import pandas as pd
+
+    on_gpu = gpu is not None and config.get("gpus_per_job", 0) > 0
+    rows = []
+    for j in plan_jobs(config):
+        device = gpu if on_gpu and j.work.model_job and not j.work.cpu_only else cpu
+        s = seconds(j.work, device)
+        rows.append({"slice": j.slice, "rule": j.rule, "job": j.name, "bench": j.bench, "group": j.group,
+                     "device": device.device,
+                     "flops": j.work.flops, "seconds": s["seconds"], "train_seconds": s["train_seconds"],
+                     "steps": j.work.train_steps, "checkpoint_every": j.work.checkpoint_every,
+                     "runtime_min": j.runtime_min, "restart_s": device.job_s})
+    for r in rows:  # a model's group is one submission; an ungrouped job is its own
+        r["submission"] = r["group"] if r["group"] else f"{r['rule']}:{r['job']}"
+    df = pd.DataFrame(rows)
+    return df
+
+
+def submissions(df) -> "pd.DataFrame":
+    """Per SLURM submission that trains (a model's group, the SFA runs' group, an ungrouped job): predicted time, its limit,
+    attempts needed (resuming from checkpoints), and whether the profile's retries suffice."""
+    import pandas as pd
+
+    rows = []
+    # data, table and figure jobs take seconds to minutes; trainings, alone or in a group, are checked
+    checked = df["group"].isna() | df["group"].astype(str).str.startswith("model:") | (df["group"] == "cpu_train")
+    for sub, g in df[checked].groupby("submission", sort=False):
+        limit = 60 * g["runtime_min"].sum()
+        need = g["seconds"].sum()
+        train = g["train_seconds"].sum()
+        a = attempts_needed(need, train, int(g["steps"].max()), int(g["checkpoint_every"].max() or 0), limit,
+                            float(g["restart_s"].max()))
+        rows.append({"slice": g["slice"].iloc[0], "submission": sub, "rules": "+".join(f"{r} x{n}" if n > 1 else r for r, n in g["rule"].value_counts(sort=False).items()),
+                     "predicted_h": need / 3600, "limit_h": limit / 3600, "attempts": a})
+    return pd.DataFrame(rows)
+
+
+def report(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2, out=print) -> dict:
+    """Print the estimate; return its tables."""
+    df = estimate(config, gpu, cpu, retries)
+    unit = "GPU-h" if gpu is not None and config.get("gpus_per_job", 0) > 0 else "CPU-h"
+    by_slice = df.groupby(["slice", "device"], sort=False).agg(jobs=("seconds", "size"), hours=("seconds", "sum"),
+                                                               pflop=("flops", "sum")).reset_index()
+    by_slice["hours"] /= 3600
+    by_slice["pflop"] /= 1e15
+    by_rule = df.groupby(["slice", "rule", "device"], sort=False).agg(
+        jobs=("seconds", "size"), hours=("seconds", "sum"), max_job_h=("seconds", "max"),
+        pflop=("flops", "sum")).reset_index()
+    by_rule[["hours", "max_job_h"]] /= 3600
+    by_rule["pflop"] /= 1e15
+    subs = submissions(df)
+    out(f"Device profiles: {gpu.name if gpu else '-'} (model jobs); {cpu.name} (other jobs)")
+    out(f"\nPer slice (hours on one device of each kind, one job at a time):\n")
+    out(by_slice.to_markdown(index=False, floatfmt=".3g"))
+    out(f"\nPer job type:\n")
+    out(by_rule.to_markdown(index=False, floatfmt=".3g"))
+    total = {d: g["seconds"].sum() / 3600 for d, g in df.groupby("device")}
+    out("\nTotal: " + ", ".join(f"{h:,.1f} {d.upper()}-h" for d, h in total.items()))
+    over = subs[subs["predicted_h"] > subs["limit_h"]]
+    if len(over):
+        out(f"\nWARNING: {len(over)} submission(s) exceed their SLURM time limit (resources.runtime, summed over "
+            f"a group; attempt a gets a x the limit, {1 + retries} attempts with retries: {retries}):")
+        for r in over.itertuples():
+            if r.attempts == math.inf:
+                fix = "never finishes: it has no checkpoints and exceeds every attempt's limit; raise its runtime"
+            elif r.attempts <= 1 + retries:
+                fix = f"finishes in attempt {r.attempts} ({r.attempts - 1} resubmission(s), resuming from checkpoints)"
+            else:
+                reruns = math.ceil(r.attempts / (1 + retries)) - 1
+                fix = (f"needs {r.attempts} attempts: {reruns} rerun(s) of the snakemake command after the retries "
+                       f"are used up (finished jobs and checkpoints are kept), or raise its limit to "
+                       f"{math.ceil(r.predicted_h * 60 / 10) * 10} min")
+            out(f"  {r.submission} ({r.rules}): {r.predicted_h:.2f} h > {r.limit_h:.2f} h: {fix}")
+    return {"jobs": df, "slices": by_slice, "rules": by_rule, "submissions": subs}
+
+
+def compare(df, benchmarks) -> "pd.DataFrame":
+    """Predicted vs measured CPU seconds per job, from a run's benchmark files
+    (``results/benchmarks``, as the ledger reads them); jobs missing on either side are left out."""
+    import pandas as pd
+
+    from sparselen.report.ledger import read_benchmarks
+
+    bench = read_benchmarks(benchmarks)
+    bench["bench"] = [f"{s}/{p}" + (f"/{j}" if j else "") for s, p, j in zip(bench["slice"], bench["step"], bench["job"])]
+    measured = bench.groupby("bench")["cpu_s"].mean()
+    out = df[["slice", "rule", "job", "bench", "seconds"]].rename(columns={"seconds": "predicted_s"})
+    out = out.merge(measured.rename("measured_s"), left_on="bench", right_index=True, how="inner")
+    out["ratio"] = out["predicted_s"] / out["measured_s"]
+    return out
+
+
+def comparison_tables(cmp) -> tuple:
+    by_slice = cmp.groupby("slice", sort=False)[["predicted_s", "measured_s"]].sum()
+    by_slice.loc["all"] = by_slice.sum()
+    by_slice["ratio"] = by_slice["predicted_s"] / by_slice["measured_s"]
+    by_rule = cmp.groupby(["slice", "rule"], sort=False).agg(jobs=("bench", "size"), predicted_s=("predicted_s", "sum"),
+                                                             measured_s=("measured_s", "sum")).reset_index()
+    by_rule["ratio"] = by_rule["predicted_s"] / by_rule["measured_s"]
+    return by_slice.reset_index(), by_rule

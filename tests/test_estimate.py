@@ -1,0 +1,98 @@
+"""The compute estimate: FLOP counts, the job list against Snakemake's, resubmission
+arithmetic, device profiles and the command."""
+
+import math
+from collections import Counter
+
+import pytest
+import torch
+
+from conftest import ROOT, SMOKE, dry_run_jobs
+from sparselen.config import load
+from sparselen.estimate import calibrate, flops, plan, profiles, tables
+from sparselen.model import GPTNeoX, ModelConfig
+
+PAPER = (ROOT / "configs/paper.yaml",)
+
+
+def test_flops_match_torch_flop_counter():
+    """The matrix products of a forward pass, as torch counts them (its CPU SDPA is not
+    counted: the attention term is ours alone)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    cfg = ModelConfig(vocab_size=50, n_layer=2, n_head=4, d_model=64, d_ff=96)
+    model = GPTNeoX(cfg)
+    with FlopCounterMode(display=False) as fc:
+        model(torch.randint(0, 50, (3, 17)))
+    shape = flops.Shape(2, 64, 96, 50)
+    attention = 3 * 17 * 2 * 4 * 64 * (17 + 1) / 2
+    assert shape.forward(3, 17) - attention == fc.get_total_flops()
+
+
+def test_six_n_per_token():
+    """Without attention a training step is 6 x (weight matrices) FLOPs per token."""
+    cfg = ModelConfig(vocab_size=300, n_layer=3, n_head=2, d_model=32, d_ff=80)
+    matrices = sum(p.numel() for n, p in GPTNeoX(cfg).named_parameters() if p.ndim == 2 and "embed_in" not in n)
+    shape = flops.Shape(3, 32, 80, 300)
+    assert 3 * (shape.forward_flops_per_token(1) - shape.layer_flops_per_token(1) + shape.layer_flops_per_token(0)) \
+        == 6 * matrices
+
+
+@pytest.mark.parametrize("configfile", [SMOKE, PAPER], ids=["smoke", "paper"])
+def test_jobs_are_snakemakes_jobs(tmp_path, configfile):
+    """plan() lists the jobs a dry run of `all` would run, rule by rule."""
+    ours = Counter(j.rule for j in plan.plan(load(configfile)))
+    theirs = Counter(rule for rule, _ in dry_run_jobs(tmp_path, "all", configfile=configfile))
+    theirs = {r: n for r, n in theirs.items() if r not in ("all", "report")}
+    assert dict(ours) == theirs
+
+
+def test_attempts_and_resubmissions():
+    # 100 min of training, checkpoints every minute, 30 min limit: 30, then 60 (total 89 done), then 90
+    assert tables.attempts_needed(6000, 6000, 1000, 10, 1800, 0) == 3
+    assert tables.attempts_needed(600, 600, 100, 10, 1800, 0) == 1
+    # no checkpoints: only an attempt whose limit covers the whole job finishes
+    assert tables.attempts_needed(5000, 0, 0, 0, 1800, 0) == 3
+    assert tables.attempts_needed(5000, 5000, 100, 100, 1000, 0) == 5  # checkpoint only at the end
+    assert tables.attempts_needed(1e9, 0, 0, 0, 1800, 0) == math.inf
+
+
+def test_profiles():
+    h100 = profiles.gpu_profile("H100")
+    assert h100.peak_flops == pytest.approx(989.4e12) and "datasheet" in h100.source
+    assert profiles.gpu_profile("a100", utilization=0.5).rate(768) == pytest.approx(156e12)
+    with pytest.raises(ValueError, match="unknown GPU"):
+        profiles.gpu_profile("tpu")
+    p = profiles.profile_from_throughput(model={"n_layer": 2, "d_model": 64, "d_ff": 256, "vocab_size": 6},
+                                    seq_len=36, tokens_per_s=30000.0)
+    w = flops.Work().add("train", 1, 3 * flops.Shape(2, 64, 256, 6).forward(1, 36), flops.Shape(2, 64, 256, 6))
+    fixed = p.job_s + p.units["model_job"]  # start-up and the trainer around the steps
+    assert flops.seconds(w, p)["seconds"] - fixed == pytest.approx(36 / 30000)
+
+
+def test_paper_config_on_h100(capsys):
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    t = tables.report(load(PAPER), gpu, cpu)
+    jobs = t["jobs"]
+    gpu_h = jobs.loc[jobs["device"] == "gpu", "seconds"].sum() / 3600
+    assert 30 < gpu_h < 1000, gpu_h  # tens of GPU-hours, not 228,000
+    out = capsys.readouterr().out
+    assert "language_train" in out and "WARNING" in out and "exceed their SLURM time limit" in out
+    # 50,000 steps of 262,144 tokens through a 12-layer width-768 model: ~1e19 FLOPs per model
+    lt = jobs[jobs["rule"] == "language_train"]
+    assert lt["flops"].iloc[0] == pytest.approx(6 * 85e6 * 50000 * 262144 * 1.2, rel=0.3)
+    assert set(jobs.loc[jobs["rule"] == "theory_run_sfa", "device"]) == {"cpu"}  # --device cpu in the rule
+
+
+def test_quick_calibration_and_command(tmp_path, capsys):
+    p = calibrate.calibrate(quick=True)
+    assert p.peak_flops > 1e8 and p.job_s > 0.1 and p.step_s >= 0
+    prof = tmp_path / "cpu.json"
+    prof.write_text(p.to_json())
+    assert profiles.load_profile(prof) == p
+    from sparselen.cli import main
+
+    main(["estimate", "--configfile", *map(str, SMOKE), "--cpu-profile", str(prof), "--jobs-csv",
+          str(tmp_path / "jobs.csv")])
+    out = capsys.readouterr().out
+    assert "Per slice" in out and "parity_train" in out and (tmp_path / "jobs.csv").exists()

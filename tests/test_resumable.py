@@ -1,0 +1,106 @@
+"""No crash window: the checkpoint outlives the job (the workflow removes it after recording
+every job), so a job killed at any point, even after writing all its outputs, resumes; one
+killed after training resumes with nothing left to train."""
+
+import logging
+
+import pytest
+import torch
+
+from conftest import smoke_config
+from sparselen.jobs import Job, run
+from sparselen.modelfile import load_state
+from sparselen.resumable import clean
+from test_train import train_job
+
+
+def parity(tmp):
+    spec = train_job(tmp, steps=20, checkpoint_every=5)
+    spec["params"]["checkpoint"] = str(tmp / "checkpoint.pt")
+    spec["output"]["summary"] = str(tmp / "train_summary.json")
+    rule = spec.pop("rule")
+    outs = [tmp / "model.pt", tmp / "log.csv", tmp / "train_summary.json"]
+    return outs, lambda: run(Job.of(rule, **spec))
+
+
+def theory_gpt(tmp):
+    t = smoke_config()["theory"]
+    params = {**{k: t[k] for k in ("task", "train", "eval")},
+              "gpt": {k: v for k, v in t["gpt"].items() if k != "k"}, "checkpoint": tmp / "checkpoint.pt"}
+    outs = [tmp / "model.pt", tmp / "log.csv", tmp / "eval.csv", tmp / "train_summary.json"]
+    output = {"model": outs[0], "log_csv": outs[1], "eval": outs[2], "summary": outs[3]}
+    return outs, lambda: run(Job.of("theory_run_gpt", wildcards={"dist": "local", "k": 2, "seed": 0},
+                                    params=params, output=output))
+
+
+def weights(path):
+    return load_state(path)["model"]
+
+
+def same(a, b):
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("make", [parity, theory_gpt], ids=["parity", "theory_gpt"])
+def test_job_killed_before_it_is_recorded_resumes_at_the_end(make, tmp_path, caplog):
+    """All outputs written, the job then treated as failed (killed before Snakemake records
+    it): Snakemake deletes the outputs, and the rerun resumes at the last step with the same
+    weights. The workflow's cleanup removes only checkpoints beside finished outputs."""
+    ckpt = tmp_path / "checkpoint.pt"
+    outs, job = make(tmp_path)
+    job()
+    assert all(p.exists() for p in outs)
+    steps = load_state(ckpt)["step"]  # the summary is written and the checkpoint still there
+    first = weights(outs[0])
+    for p in outs:
+        p.unlink()
+    caplog.set_level(logging.INFO)
+    job()
+    assert f"resumed from {ckpt} at step {steps}" in caplog.text
+    assert same(first, weights(outs[0])) and all(p.exists() for p in outs)
+    unfinished = tmp_path / "other" / "checkpoint.pt"
+    unfinished.parent.mkdir()
+    unfinished.write_bytes(ckpt.read_bytes())
+    assert clean(tmp_path) == [ckpt]
+    assert not ckpt.exists() and unfinished.exists()
+
+
+def test_kill_during_the_evaluation_after_training(tmp_path, monkeypatch, caplog):
+    """The theory slice evaluates after training, in the same job: a crash there keeps the
+    final checkpoint, and the rerun trains nothing."""
+    from sparselen.theory import jobs
+
+    ckpt = tmp_path / "checkpoint.pt"
+    outs, job = theory_gpt(tmp_path)
+    real = jobs.evaluate
+
+    def crash(*a, **k):
+        raise KeyboardInterrupt("killed during the evaluation")
+
+    monkeypatch.setattr(jobs, "evaluate", crash)
+    with pytest.raises(KeyboardInterrupt):
+        job()
+    steps = smoke_config()["theory"]["gpt"]["train"]["steps"]
+    assert load_state(ckpt)["step"] == steps
+    first = weights(outs[0])
+    for p in outs:
+        p.unlink(missing_ok=True)
+    monkeypatch.setattr(jobs, "evaluate", real)
+    caplog.set_level(logging.INFO)
+    job()
+    assert f"resumed from {ckpt} at step {steps}" in caplog.text
+    assert same(first, weights(outs[0])) and all(p.exists() for p in outs)
+
+
+def test_checkpoint_of_other_code_is_ignored(tmp_path, monkeypatch, caplog):
+    """A rerun triggered by a code change must not resume the old code's checkpoint."""
+    from sparselen import resumable, train
+
+    outs, job = parity(tmp_path)
+    job()
+    monkeypatch.setattr(train, "code_fingerprint", lambda: "other-code")
+    caplog.set_level(logging.INFO)
+    job()
+    assert "ignoring checkpoint" in caplog.text and "resumed from" not in caplog.text
+    assert load_state(tmp_path / "checkpoint.pt")["code"] == "other-code"
+    assert resumable.code_fingerprint() != "other-code"
