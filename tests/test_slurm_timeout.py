@@ -13,6 +13,7 @@ file alone: with the evaluation in the same group submission the group would ask
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -69,6 +70,8 @@ def seconds_per_step(tmp_path) -> float:
 
 
 @pytest.mark.slurm
+@pytest.mark.skipif(os.environ.get("SPARSELEN_SLURM_TIMELIMIT") != "1",
+                    reason="opt-in (about 5 minutes of timing-sensitive SLURM work): SPARSELEN_SLURM_TIMELIMIT=1")
 def test_time_limit_kill_resubmit_resume(slurm_cluster, tmp_path):  # noqa: F811
     per_step = max(seconds_per_step(tmp_path), 1e-3)
     every = max(5, int(3.0 / per_step) // 5 * 5)  # a checkpoint every ~3 s
