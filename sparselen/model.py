@@ -159,7 +159,23 @@ class Backbone(nn.Module):
             self.embed_position_ids = nn.Embedding(cfg.max_position_id + 1, cfg.d_model)
 
 
-class GPTNeoX(nn.Module):
+class Decoder(nn.Module):
+    """What the trainer, the KV cache and the throughput reports use of any decoder here
+    (GPT-NeoX, OLMo): a subclass names its ``blocks()``."""
+
+    def new_cache(self):
+        return [[None, None] for _ in self.blocks()]
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def flops_per_token(self, seq_len: int) -> float:
+        """Approximate training FLOPs per token (6N + attention), for throughput reports."""
+        c = self.cfg
+        return 6 * self.num_parameters() + 12 * c.n_layer * c.d_model * seq_len
+
+
+class GPTNeoX(Decoder):
     """Decoder-only transformer; ``forward`` returns token logits (and PPC position logits)."""
 
     def __init__(self, cfg: ModelConfig):
@@ -213,9 +229,6 @@ class GPTNeoX(nn.Module):
         own = self._id_embedding(position_ids)
         return logits, self.position_head(h if own is None else h + own)
 
-    def new_cache(self):
-        return [[None, None] for _ in self.gpt_neox.layers]
-
     def input_embeddings(self) -> nn.Embedding:
         return self.gpt_neox.embed_in
 
@@ -225,14 +238,6 @@ class GPTNeoX(nn.Module):
 
     def blocks(self) -> list[Layer]:
         return list(self.gpt_neox.layers)
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
-
-    def flops_per_token(self, seq_len: int) -> float:
-        """Approximate training FLOPs per token (6N + attention), for throughput reports."""
-        c = self.cfg
-        return 6 * self.num_parameters() + 12 * c.n_layer * c.d_model * seq_len
 
 
 def hf_config(cfg: ModelConfig):

@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sparselen.model import Rotary, _rotate
+from sparselen.model import Decoder, Rotary, _rotate
 
 VARIANTS = {
     "olmo1": dict(norm="layernorm", norm_affine=False, norm_after=False, qk_norm=False, activation="swiglu",
@@ -207,7 +207,7 @@ class Backbone(nn.Module):
         self.norm = Norm(cfg.d_model, cfg)
 
 
-class Olmo(nn.Module):
+class Olmo(Decoder):
     """Decoder-only OLMo; ``forward`` returns (token logits, None)."""
 
     def __init__(self, cfg: OlmoConfig):
@@ -247,9 +247,6 @@ class Olmo(nn.Module):
     def forward(self, input_ids, position_ids=None, cache=None):
         return self.lm_head(self.hidden_states(input_ids, position_ids, cache)), None
 
-    def new_cache(self):
-        return [[None, None] for _ in self.model.layers]
-
     def input_embeddings(self) -> nn.Embedding:
         return self.model.embed_tokens
 
@@ -258,14 +255,6 @@ class Olmo(nn.Module):
 
     def blocks(self) -> list[Layer]:
         return list(self.model.layers)
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
-
-    def flops_per_token(self, seq_len: int) -> float:
-        """Approximate training FLOPs per token (6N + attention), for throughput reports."""
-        c = self.cfg
-        return 6 * self.num_parameters() + 12 * c.n_layer * c.d_model * seq_len
 
 
 def hf_config(cfg: OlmoConfig):
