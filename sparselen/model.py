@@ -90,6 +90,20 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     return out if x_pass.shape[-1] == 0 else torch.cat((out, x_pass), dim=-1)  # no copy at rotary_pct 1
 
 
+def attend(q, k, v, cache=None):
+    """Causal SDPA over (B, H, T, head_size) tensors; with a ``cache`` ([k, v] of earlier
+    steps, extended in place) one new query sees every cached key."""
+    causal = True
+    if cache is not None:
+        if cache[0] is not None:
+            if q.shape[2] > 1:
+                raise ValueError("multi-token steps are only supported on an empty cache")
+            k, v = torch.cat((cache[0], k), dim=2), torch.cat((cache[1], v), dim=2)
+            causal = False
+        cache[0], cache[1] = k, v
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -112,15 +126,7 @@ class Attention(nn.Module):
         q, k, v = self.qkv(x, rope)
         if id_values is not None:  # (B, T, d_model): per-token id embedding, split across heads
             v = v + id_values.view(B, T, self.n_head, self.head_size).transpose(1, 2)
-        causal = True
-        if cache is not None:  # [k, v] of earlier steps, extended in place
-            if cache[0] is not None:
-                if T > 1:
-                    raise ValueError("multi-token steps are only supported on an empty cache")
-                k, v = torch.cat((cache[0], k), dim=2), torch.cat((cache[1], v), dim=2)
-                causal = False  # one new query may see every cached key
-            cache[0], cache[1] = k, v
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        y = attend(q, k, v, cache)
         return self.dense(y.transpose(1, 2).reshape(B, T, -1))
 
 

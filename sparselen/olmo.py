@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sparselen.model import Decoder, Rotary, _rotate
+from sparselen.model import Decoder, Rotary, _rotate, attend
 
 VARIANTS = {
     "olmo1": dict(norm="layernorm", norm_affine=False, norm_after=False, qk_norm=False, activation="swiglu",
@@ -151,15 +151,7 @@ class Attention(nn.Module):
     def forward(self, x, rope, cache=None):
         B, T, _ = x.shape
         q, k, v = self.qkv(x, rope)
-        causal = True
-        if cache is not None:  # [k, v] of earlier steps, extended in place
-            if cache[0] is not None:
-                if T > 1:
-                    raise ValueError("multi-token steps are only supported on an empty cache")
-                k, v = torch.cat((cache[0], k), dim=2), torch.cat((cache[1], v), dim=2)
-                causal = False  # one new query may see every cached key
-            cache[0], cache[1] = k, v
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        y = attend(q, k, v, cache)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))
 
 
