@@ -27,7 +27,7 @@ class Shape:
 
     @classmethod
     def of(cls, model: dict, vocab: int, extra_head: int = 0) -> "Shape":
-        return cls(int(model.get("n_layer", 2)), int(model.get("d_model", 128)), int(model.get("d_ff", 512)),
+        return cls(int(model["n_layer"]), int(model["d_model"]), int(model["d_ff"]),
                    int(vocab), int(extra_head))
 
     def layer_flops_per_token(self, keys: float) -> float:
