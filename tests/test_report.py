@@ -354,3 +354,7 @@ def test_theory_claims():
     assert row["verdict"] == cl.INCONCLUSIVE and "nonlocal runs did not fit at Lbar = L (0 of 3)" in row["reason"]
     k1 = cl.check({"theory": theory_runs(lambda d, r: 0.98, ks=(1,))}, S)
     assert verdict(k1, "T1") == cl.INCONCLUSIVE and "k >= 2" in head(k1, "T1")["reason"]
+    one_seed = paper_like[paper_like["seed"] == 0]
+    row = group(cl.check({"theory": one_seed}, S), "T2", "sfa k=2")
+    assert row["verdict"] == cl.INCONCLUSIVE and "1 local run (a verdict needs 2 fitted)" in row["reason"]
+    assert "theory.seeds" in row["resolve"]

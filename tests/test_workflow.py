@@ -8,7 +8,7 @@ import subprocess
 import pandas as pd
 import yaml
 
-from conftest import DEFAULT_CONFIG, PYTHON, ROOT, SMOKE_CONFIG, dry_run_jobs, smoke_config
+from conftest import DEFAULT_CONFIG, PYTHON, ROOT, SMOKE_CONFIG, dry_run_jobs, smoke_config, snakemake
 
 
 def counts(jobs):
@@ -88,6 +88,21 @@ def test_a_second_seed_set_is_one_key_away(smoke_run, tmp_path):
     seeds = sorted(int(w["seed"]) for rule, w in jobs if rule == "parity_train")
     assert seeds == sorted(s + 100 for s in p["seeds"] for _ in p["K_train"])
     assert counts(jobs)["parity_eval_data"] == 0
+
+
+def test_the_ledger_counts_the_jobs_of_this_dag_only(smoke_run, tmp_path):
+    """A benchmark file left by a run of another configuration is not counted."""
+    work = tmp_path / "run"
+    shutil.copytree(smoke_run, work, symlinks=True)
+    bench = work / "results/benchmarks"
+    shutil.copy(bench / "parity/train/K1_seed0.tsv", bench / "parity/train/K99_seed0.tsv")
+    snakemake(work, "--cores", "1", "--forcerun", "report_ledger", "results/report/ledger_figures.csv")
+    ledger = pd.read_csv(work / "results/report/ledger_figures.csv").set_index("slice")
+    own = [f for f in bench.rglob("*.tsv") if f.parts[-2:] != ("train", "K99_seed0.tsv")]
+    assert ledger.loc["all", "jobs"] == sum(f.relative_to(bench).parts[0] != "report" for f in own)
+    p = smoke_config()["parity"]
+    rules = pd.read_csv(work / "results/report/ledger_rules.csv").set_index(["slice", "step"])
+    assert rules.loc[("parity", "train"), "jobs"] == len(p["K_train"]) * len(p["seeds"])
 
 
 def test_a_config_file_replaces_the_default_instead_of_merging_over_it(tmp_path):

@@ -406,7 +406,7 @@ def ppc_predicts_ids(runs: pd.DataFrame, s: Settings) -> list[Result]:
         reason = note if verdict != INCONCLUSIVE else f"{note}; {BELOW_RESOLUTION}"
         out.append(Result(task, gain, gain_lo, gain_hi, verdict, reason, MORE_RUNS if verdict == INCONCLUSIVE else ""))
     return out or [gate_result("-", "no task whose coupled ids depend on the input was run",
-                               f"run one of {list(s.ppc_input_dependent)}")]
+                               f"run one of {list(s.ppc_input_dependent)} (configs/cpu-extended.yaml)")]
 
 
 # ----------------------------------------------------------------------------- natural language
@@ -506,6 +506,15 @@ def _theory_fitted(g: pd.DataFrame, fit: pd.DataFrame, dist: str) -> tuple[pd.Da
     return g[g["distribution"] == dist].merge(keep), int(f["fit"].sum()), len(f)
 
 
+def _theory_gate(name: str, dist: str, n_fit: int, n_all: int) -> Result:
+    """Too few fitted runs: either too few seeds, or runs that did not learn at Lbar = L."""
+    if n_all < MIN_FITTED_RUNS:
+        return gate_result(name, f"{n_all} {dist} run{'s' * (n_all != 1)} (a verdict needs {MIN_FITTED_RUNS} fitted)",
+                           "more training seeds (theory.seeds)")
+    return gate_result(name, f"the {dist} runs did not fit at Lbar = L ({n_fit} of {n_all})",
+                       "train the theory model longer (theory.gpt.train, theory.sfa)")
+
+
 def theory_coupling(runs: pd.DataFrame, s: Settings) -> list[Result]:
     """T1: for k >= 2, at the largest Lbar/L, accuracy on the coupled law minus the non-local law."""
     fit, out = theory_fit(runs), []
@@ -519,8 +528,7 @@ def theory_coupling(runs: pd.DataFrame, s: Settings) -> list[Result]:
             r, n_fit, n_all = _theory_fitted(g, fit, dist)
             rows[dist] = r
             if n_fit < MIN_FITTED_RUNS:
-                out.append(gate_result(name, f"the {dist} runs did not fit at Lbar = L ({n_fit} of {n_all})",
-                                       "train the theory model longer (theory.gpt.train, theory.sfa)"))
+                out.append(_theory_gate(name, dist, n_fit, n_all))
                 break
         else:
             both = pd.concat(rows.values())
@@ -550,8 +558,7 @@ def theory_local(runs: pd.DataFrame, s: Settings) -> list[Result]:
         if n_all == 0:
             continue
         if n_fit < MIN_FITTED_RUNS:
-            out.append(gate_result(name, f"the local runs did not fit at Lbar = L ({n_fit} of {n_all})",
-                                   "train the theory model longer (theory.gpt.train, theory.sfa)"))
+            out.append(_theory_gate(name, "local", n_fit, n_all))
             continue
         per_seed = rows.pivot_table(index="seed", columns="ratio", values="log_loss", aggfunc="mean")
         ratios, L = per_seed.columns.to_numpy(float), per_seed.to_numpy(float)

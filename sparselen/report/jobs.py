@@ -57,7 +57,8 @@ def hyperparams(job) -> None:
 
 
 def ledger(job) -> None:
-    ledgers.write(ledgers.read_benchmarks(job.params.benchmarks), job.output.per_rule, job.output.per_figure)
+    bench = ledgers.read_benchmarks(job.params.benchmarks, job.params.files)
+    ledgers.write(bench, job.output.per_rule, job.output.per_figure)
 
 
 def render(job) -> None:

@@ -16,11 +16,14 @@ from sparselen import io
 BENCH_COLUMNS = {"s": "wall_s", "cpu_time": "cpu_s", "max_rss": "max_rss_mb"}
 
 
-def read_benchmarks(root) -> pd.DataFrame:
-    """One row per benchmark file: slice, step (~ the rule), job, wall_s, cpu_s, max_rss_mb."""
+def read_benchmarks(root, files=None) -> pd.DataFrame:
+    """One row per benchmark file: slice, step (~ the rule), job, wall_s, cpu_s, max_rss_mb.
+    ``files``: only these (the jobs of the current DAG, so files left by a run of another
+    configuration are not counted); missing ones are skipped. Default: every file under root."""
     root = Path(root)
+    paths = sorted(root.rglob("*.tsv")) if files is None else sorted(p for p in map(Path, files) if p.exists())
     rows = []
-    for path in sorted(root.rglob("*.tsv")):
+    for path in paths:
         parts = path.relative_to(root).with_suffix("").parts
         if len(parts) < 2:
             continue

@@ -134,7 +134,7 @@ def provenance_section(run_files) -> list[str]:
 
 def ledger_section(per_figure: pd.DataFrame, per_rule: pd.DataFrame) -> list[str]:
     return ["## Compute ledger", "",
-            "From the rules' `benchmark:` files (wall time and CPU time in seconds, peak resident memory in MB; "
+            "From the `benchmark:` files of this DAG's slice jobs (wall time and CPU time in seconds, peak resident memory in MB; "
             "jobs run in parallel, so wall times add up to more than the elapsed time). Before launching a "
             "config, `sparselen estimate --configfile X` predicts every job's time from FLOP counts and a device "
             "profile; `--compare results/benchmarks` sets it against these measurements.", "",

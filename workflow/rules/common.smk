@@ -1,6 +1,7 @@
 # Configuration checks (before any job starts) and what every slice's rules share.
 from pathlib import Path
 
+import snakemake.io
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -135,6 +136,30 @@ def claims_settings():
 def slice_outputs(wildcards):
     """Every figure and table of the slices the config runs."""
     return [f for name in REPORT_SLICES for f in getattr(rules, f"fig_{name}").input]
+
+
+def dag_benchmarks(wildcards):
+    """The benchmark files of the jobs behind every slice output, found the way Snakemake finds
+    producers (each file's rule and wildcards, then that job's inputs): the ledger counts this
+    DAG's jobs, never files a run of another configuration left in results/benchmarks."""
+    pending, seen, found = [str(f) for f in slice_outputs(wildcards)], set(), set()
+    while pending:
+        path = pending.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        producer = next((r for r in workflow.rules if r.is_producer(path)), None)
+        if producer is None:
+            continue
+        values = producer.get_wildcards(path)
+        if producer.benchmark:
+            found.add(str(producer.expand_benchmark(values)))
+        for item in producer.input:
+            if callable(item):
+                item = item(snakemake.io.Wildcards(fromdict=values))
+            for f in [item] if isinstance(item, str) else item:
+                pending.append(snakemake.io.apply_wildcards(str(f), values))
+    return sorted(found)
 
 
 def run_files(wildcards):

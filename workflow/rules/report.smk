@@ -66,6 +66,7 @@ rule report_ledger:
         ENV
     params:
         benchmarks="results/benchmarks",
+        files=dag_benchmarks,
     script:
         JOB
 
