@@ -1,5 +1,6 @@
 # Two commands do everything (see README):
 #   make run    build .venv if missing, then the whole pipeline on config.yaml
+#               (SNAKEMAKE_ARGS="--configfile configs/cpu-extended.yaml" or "--config seed_offset=10")
 #   make test   build .venv if missing, then the test suite
 PYTHON ?= python3
 VENV := .venv
@@ -20,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 # sparselen.runlock: refuses a second run here while one is alive, and continues a killed one
 # (removes its stale Snakemake lock, reruns incomplete jobs; trainings resume).
 run: venv
-	$(BIN)/python -m sparselen.runlock --cores $(CORES) $(SNAKEMAKE_ARGS) all
+	$(BIN)/python -m sparselen.runlock --cores $(CORES) all $(SNAKEMAKE_ARGS)
 	@echo "Reproduction report: $(CURDIR)/results/report/reproduction_report.html (also .md)"
 
 test: venv

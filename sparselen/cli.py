@@ -30,7 +30,7 @@ def estimate(args) -> None:
     if args.compare:
         cmp = tables.compare(out["jobs"], args.compare)
         by_slice, by_rule = tables.comparison_tables(cmp)
-        print(f"\nPredicted vs measured CPU seconds ({args.compare}; {len(cmp)} jobs):\n")
+        print(f"\nPredicted vs measured seconds per job (wall time; {args.compare}; {len(cmp)} jobs):\n")
         print(by_slice.to_markdown(index=False, floatfmt=".3g"))
         print()
         print(by_rule.to_markdown(index=False, floatfmt=".3g"))

@@ -96,3 +96,17 @@ def test_quick_calibration_and_command(tmp_path, capsys):
           str(tmp_path / "jobs.csv")])
     out = capsys.readouterr().out
     assert "Per slice" in out and "parity_train" in out and (tmp_path / "jobs.csv").exists()
+
+
+def test_compare_sets_predictions_against_measured_wall_time(tmp_path):
+    """Snakemake samples a job's CPU time at most every 30 s, so the comparison reads wall time."""
+    cfg = load(SMOKE)
+    jobs = tables.estimate(cfg, None, profiles.CPU_DEFAULT, 0)
+    train = jobs[jobs["rule"] == "parity_train"].iloc[0]
+    path = tmp_path / f"{train['bench']}.tsv"
+    path.parent.mkdir(parents=True)
+    path.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+                    "40.0\t0:00:40\t100\t1\t1\t1\t0\t0\t90\t15.0\n")
+    cmp = tables.compare(jobs, tmp_path)
+    assert len(cmp) == 1 and cmp["measured_s"].iloc[0] == 40.0
+    assert cmp["ratio"].iloc[0] == pytest.approx(train["seconds"] / 40.0)

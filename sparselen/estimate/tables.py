@@ -113,15 +113,18 @@ def report(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2, ou
 
 
 def compare(df, benchmarks) -> "pd.DataFrame":
-    """Predicted vs measured CPU seconds per job, from a run's benchmark files
-    (``results/benchmarks``, as the ledger reads them); jobs missing on either side are left out."""
+    """Predicted vs measured seconds per job, from a run's benchmark files (``results/benchmarks``,
+    as the ledger reads them); jobs missing on either side are left out. Measured = each job's
+    wall time: what a scheduler's time limit counts, and the job's own compute time on a machine
+    running one single-threaded job per core (Snakemake's sampled ``cpu_time`` misses part of a
+    ``script:`` job's CPU time, so it is not used)."""
     import pandas as pd
 
     from sparselen.report.ledger import read_benchmarks
 
     bench = read_benchmarks(benchmarks)
     bench["bench"] = [f"{s}/{p}" + (f"/{j}" if j else "") for s, p, j in zip(bench["slice"], bench["step"], bench["job"])]
-    measured = bench.groupby("bench")["cpu_s"].mean()
+    measured = bench.groupby("bench")["wall_s"].mean()
     out = df[["slice", "rule", "job", "bench", "seconds"]].rename(columns={"seconds": "predicted_s"})
     out = out.merge(measured.rename("measured_s"), left_on="bench", right_index=True, how="inner")
     out["ratio"] = out["predicted_s"] / out["measured_s"]

@@ -1,7 +1,8 @@
 """Compute ledger: the rules' ``benchmark:`` files (``results/benchmarks/<slice>/<step>[/<job>].tsv``,
 one per job, written by Snakemake), summed as wall time, CPU time and peak memory (max_rss)
-per rule and per figure (a figure = its slice's whole DAG). The estimate before launch is
-``sparselen.estimate``.
+per rule and per figure (a figure = its slice's whole DAG). Wall time is a job's full time;
+Snakemake samples CPU time every 30 s after a job's first 15 s and records the last sample, so
+``cpu_s`` can miss up to 30 s per job. The estimate before launch is ``sparselen.estimate``.
 """
 
 from __future__ import annotations

@@ -135,7 +135,9 @@ def provenance_section(run_files) -> list[str]:
 def ledger_section(per_figure: pd.DataFrame, per_rule: pd.DataFrame) -> list[str]:
     return ["## Compute ledger", "",
             "From the `benchmark:` files of this DAG's slice jobs (wall time and CPU time in seconds, peak resident memory in MB; "
-            "jobs run in parallel, so wall times add up to more than the elapsed time). Before launching a "
+            "jobs run in parallel, so wall times add up to more than the elapsed time). Wall time is each job's full "
+            "time; CPU time is Snakemake's last sample of it (taken every 30 s once a job has run 15 s), so it can miss "
+            "up to 30 s per job. Before launching a "
             "config, `sparselen estimate --configfile X` predicts every job's time from FLOP counts and a device "
             "profile; `--compare results/benchmarks` sets it against these measurements.", "",
             "Per figure (slice):", "", md_table(per_figure), "", "Per rule:", "", md_table(per_rule), ""]

@@ -18,6 +18,9 @@ LANG_REF_RUN = (
     f"{LANG_DIR}/ctx{LANG_CTX['long']}/{LANG['schemes']['long'][0]}/seed{{seed}}"
 )
 LANG_ANALYSIS = f"{LANG_DIR}/analysis/seed{{seed}}"
+# The chain corpus -> tokens -> reference model -> analysis is the DAG's longest: its jobs go
+# first, so it does not run alone on one core at the end of a run.
+LANG_PRIORITY = 1
 
 
 rule language_corpus:
@@ -28,6 +31,7 @@ rule language_corpus:
         "logs/language/corpus.log",
     benchmark:
         "results/benchmarks/language/corpus.tsv"
+    priority: LANG_PRIORITY
     group:
         GROUP_DATA
     conda:
@@ -47,6 +51,7 @@ rule language_tokenizer:
         "logs/language/tokenizer.log",
     benchmark:
         "results/benchmarks/language/tokenizer.tsv"
+    priority: LANG_PRIORITY
     group:
         GROUP_DATA
     conda:
@@ -67,6 +72,7 @@ rule language_tokens:
         "logs/language/tokens.log",
     benchmark:
         "results/benchmarks/language/tokens.tsv"
+    priority: LANG_PRIORITY
     group:
         GROUP_DATA
     conda:
@@ -84,6 +90,7 @@ rule language_train:
         "logs/language/train/ctx{ctx}_{scheme}_seed{seed}.log",
     benchmark:
         "results/benchmarks/language/train/ctx{ctx}_{scheme}_seed{seed}.tsv"
+    priority: LANG_PRIORITY
     group:
         GROUP_MODEL
     conda:
@@ -134,6 +141,7 @@ rule language_analyze:
         "logs/language/analyze/seed{seed}.log",
     benchmark:
         "results/benchmarks/language/analyze/seed{seed}.tsv"
+    priority: LANG_PRIORITY
     conda:
         ENV
     threads: THREADS
