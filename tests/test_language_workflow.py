@@ -51,3 +51,42 @@ def test_missing_corpus_path_fails_before_any_training(tmp_path):
     assert "no_such_c4" in log and "does not exist" in log
     assert not (tmp_path / "w/results/language/tokenizer.json").exists()
     assert not list((tmp_path / "w/results/language").glob("ctx*/*/seed*/model.pt"))
+
+
+def token_files_overlay(tmp_path, train_paths, eval_paths):
+    """The smoke overlay with its corpus replaced by OLMo token files (vocabulary 300)."""
+    cfg = yaml.safe_load(SMOKE_CONFIG.read_text())
+    cfg["language"]["corpus"] = {"source": "token_files", "token_files": {
+        "train": train_paths, "eval": eval_paths, "dtype": "uint16", "eos_id": 299, "vocab_size": 300}}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return (DEFAULT_CONFIG, path)
+
+
+def test_a_config_can_name_olmo_token_files(tmp_path):
+    """source: token_files trains on the files as they are: no corpus, tokenizer or tokens job."""
+    import numpy as np
+
+    from sparselen.language import token_files as tf
+
+    rng = np.random.default_rng(0)
+    docs = {split: [rng.integers(0, 299, size=int(rng.integers(60, 120))).tolist() for _ in range(n)]
+            for split, n in (("train", 40), ("eval", 12))}
+    tf.write_tokens(tmp_path / "c4", docs, eos_id=299, vocab_size=300)
+    config = token_files_overlay(tmp_path, [str(tmp_path / "c4/train.npy")], [str(tmp_path / "c4/eval*.npy")])
+    jobs = collections.Counter(rule for rule, _ in dry_run_jobs(tmp_path / "w", "fig_language", configfile=config))
+    assert jobs["language_token_files"] == 1
+    assert not {"language_corpus", "language_tokenizer", "language_tokens"} & set(jobs)
+    lang = smoke_language()
+    summary = f"results/language/ctx{lang['contexts']['long']}/rope/seed0/train_summary.json"
+    snakemake(tmp_path / "w", "--cores", "1", summary, configfile=config)
+    meta = pd.read_json(tmp_path / "w/results/language/tokens.json", typ="series")
+    assert meta["train_tokens"] == sum(len(d) + 1 for d in docs["train"]) and meta["eval_documents"] == 12
+    assert (tmp_path / "w" / summary).exists()
+
+
+def test_missing_token_files_fail_before_any_job(tmp_path):
+    config = token_files_overlay(tmp_path, [str(tmp_path / "no_such_tokens/*.npy")], [str(tmp_path)])
+    out = snakemake(tmp_path / "w", "--cores", "1", "fig_language", configfile=config, check=False)
+    assert out.returncode != 0 and "language.corpus.token_files" in out.stderr and "no_such_tokens" in out.stderr
+    assert not (tmp_path / "w/results").exists()

@@ -168,15 +168,22 @@ def language_jobs(cfg: dict, runtime: float, chars_per_token: float = 4.3) -> li
     lang = cfg["language"]
     ctx, a = lang["contexts"], lang["analysis"]
     short, long = ctx["short"], ctx["long"]
-    docs, chars, _ = corpus_size(lang["corpus"])
-    train_chars = chars * (1 - lang["corpus"]["eval_fraction"])
-    jobs = [Job("language", "language_corpus", "", Work(model_job=False).unit("read_char", chars), 30, "data",
-                "language/corpus"),
-            Job("language", "language_tokenizer", "", Work(model_job=False).unit("bpe_char", train_chars)
-                if lang["tokenizer"]["kind"] == "bpe" else Work(model_job=False), 30, "data", "language/tokenizer"),
-            Job("language", "language_tokens", "", Work(model_job=False).unit("encode_char", chars), 30, "data",
-                "language/tokens")]
-    shape = Shape.of(lang["model"], lang["tokenizer"]["vocab_size"])
+    if lang["corpus"]["source"] == "token_files":  # already tokenized: checked, not read whole
+        jobs = [Job("language", "language_token_files", "", Work(model_job=False), 30, "data",
+                    "language/token_files")]
+        vocab = lang["corpus"]["token_files"]["vocab_size"]
+    else:
+        docs, chars, _ = corpus_size(lang["corpus"])
+        train_chars = chars * (1 - lang["corpus"]["eval_fraction"])
+        bpe = lang["tokenizer"]["kind"] == "bpe"
+        jobs = [Job("language", "language_corpus", "", Work(model_job=False).unit("read_char", chars), 30, "data",
+                    "language/corpus"),
+                Job("language", "language_tokenizer", "", Work(model_job=False).unit("bpe_char", train_chars)
+                    if bpe else Work(model_job=False), 30, "data", "language/tokenizer"),
+                Job("language", "language_tokens", "", Work(model_job=False).unit("encode_char", chars), 30, "data",
+                    "language/tokens")]
+        vocab = lang["tokenizer"]["vocab_size"]
+    shape = Shape.of(lang["model"], vocab)
     runs = [(ctx[size], scheme, seed) for size in ("short", "long") for scheme in lang["schemes"][size]
             for seed in lang["seeds"]]
     n_tok = a["tokens"]  # an upper bound: tokens with a real benefit among the candidates

@@ -16,6 +16,7 @@ from sparselen import distributed
 from sparselen.distributed import DataParallel
 from sparselen.jobs import runtime
 from sparselen.language import analysis, corpus as corpora, data, report, tokenizer as tokenizers
+from sparselen.language import token_files as token_file_format
 from sparselen.language.evaluate import loss_by_position as losses_by_position
 from sparselen.language.evaluate import position_bins
 from sparselen.provenance import provenance
@@ -60,6 +61,18 @@ def tokens(job) -> None:
     io.torch_save({"train": stream, "eval": eval_docs, "vocab_size": tokenizers.vocab_size(tok),
                    "provenance": provenance(None, None, **counts)}, job.output.tokens)
     log.info("tokens: %s", counts)
+
+
+def token_files(job) -> None:
+    """The config's OLMo token files (params.token_files), checked (dtype, ids below the
+    vocabulary, EOS present) and named in ``tokens.json``, which every model step reads."""
+    spec = dict(job.params.token_files)
+    toks = token_file_format.load_tokens(spec)
+    counts = {"train_tokens": len(toks["train"]), "eval_documents": len(toks["eval"]),
+              "eval_tokens": sum(map(len, toks["eval"]))}
+    io.write_json(job.output.tokens, {"format": "olmo-memmap", **spec, **counts,
+                                      "provenance": provenance(spec, None, **counts)})
+    log.info("token files: %s", counts)
 
 
 def train(job) -> dict:

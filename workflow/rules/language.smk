@@ -81,9 +81,48 @@ rule language_tokens:
         JOB
 
 
+def language_token_file_inputs(wildcards):
+    """The pre-tokenized corpus's files (inputs, so a changed file reruns the check)."""
+    from sparselen.language.token_files import token_paths
+
+    spec = LANG["corpus"]["token_files"]
+    try:
+        return [str(f) for split in ("train", "eval") for f in token_paths(spec[split])]
+    except FileNotFoundError as e:
+        raise WorkflowError(f"language.corpus.token_files (from {CONFIG_SOURCE}): {e}") from None
+
+
+rule language_token_files:
+    input:
+        language_token_file_inputs,
+    output:
+        tokens=f"{LANG_DIR}/tokens.json",
+    log:
+        "logs/language/token_files.log",
+    benchmark:
+        "results/benchmarks/language/token_files.tsv"
+    priority: LANG_PRIORITY
+    group:
+        GROUP_DATA
+    conda:
+        ENV
+    params:
+        token_files=LANG["corpus"]["token_files"],
+    script:
+        JOB
+
+
+# The token ids every model step reads: tokenized here, or the config's OLMo token files.
+LANG_TOKENS = (
+    rules.language_token_files.output.tokens
+    if LANG["corpus"]["source"] == "token_files"
+    else rules.language_tokens.output.tokens
+)
+
+
 rule language_train:
     input:
-        tokens=rules.language_tokens.output.tokens,
+        tokens=LANG_TOKENS,
     output:
         **train_outputs(LANG_RUN),
     log:
@@ -110,7 +149,7 @@ rule language_train:
 rule language_loss_by_position:
     input:
         model=f"{LANG_RUN}/model.pt",
-        tokens=rules.language_tokens.output.tokens,
+        tokens=LANG_TOKENS,
     output:
         losses=f"{LANG_RUN}/loss_by_position.csv",
     log:
@@ -133,7 +172,7 @@ rule language_loss_by_position:
 rule language_analyze:
     input:
         model=f"{LANG_REF_RUN}/model.pt",
-        tokens=rules.language_tokens.output.tokens,
+        tokens=LANG_TOKENS,
     output:
         screen=f"{LANG_ANALYSIS}/screen.csv",
         deps=f"{LANG_ANALYSIS}/dependency.csv",
@@ -157,7 +196,7 @@ rule language_analyze:
 rule language_transfer:
     input:
         model=f"{LANG_RUN}/model.pt",
-        tokens=rules.language_tokens.output.tokens,
+        tokens=LANG_TOKENS,
         screen=f"{LANG_ANALYSIS}/screen.csv",
     output:
         losses=f"{LANG_RUN}/analysed_token_losses.csv",
