@@ -27,13 +27,27 @@ EVALS = {"parity": "parity/K*/seed*/eval.csv", "ppc": "ppc/*/*/seed*/eval.csv",
          "theory": "theory/*/*/k*/seed*/eval.csv"}
 
 
-def pooled(dirs: list[Path]) -> dict[str, pd.DataFrame]:
-    """Every slice's per-run evaluation rows from ``dirs``; a seed seen twice is read once."""
+def in_config(name: str, t: pd.DataFrame, cfg: dict) -> pd.DataFrame:
+    """The rows of runs the config trains (any seed): a results directory may also hold runs of
+    another configuration."""
+    c = cfg[name]
+    if name == "parity":
+        return t[t["K_train"].isin(c["K_train"])]
+    if name == "ppc":
+        return t[t["task"].isin(c["tasks"]) & t["scheme"].isin(c["schemes"])]
+    k = t["model"].map({"sfa": c["k"], "gpt": c["gpt"]["k"]})
+    keep = [kk in ks for kk, ks in zip(t["k"], k)]
+    return t[keep & t["distribution"].isin(c["distributions"])]
+
+
+def pooled(dirs: list[Path], cfg: dict) -> dict[str, pd.DataFrame]:
+    """Every slice's per-run evaluation rows from ``dirs`` for the runs ``cfg`` names; a seed
+    seen twice is read once."""
     out = {}
     for name, pattern in EVALS.items():
         paths = {p.relative_to(d): p for d in dirs for p in sorted(d.glob(pattern))}
-        if paths:
-            out[name] = read_tables(sorted(paths.values()))
+        if paths and name in cfg:
+            out[name] = in_config(name, read_tables(sorted(paths.values())), cfg)
     return out
 
 
@@ -69,7 +83,7 @@ def main() -> None:
     ap.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates per check")
     a = ap.parse_args()
     cfg = config.load(a.configfile)
-    data, s = pooled(a.results), settings(cfg, a.bootstrap)
+    data, s = pooled(a.results, cfg), settings(cfg, a.bootstrap)
     parts = [power(c, data[c.slice], s, a.draws) for c in cl.CLAIMS
              if c.unit == "seed" and c.slice in data]
     table = pd.concat(parts, ignore_index=True)

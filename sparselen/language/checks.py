@@ -32,11 +32,11 @@ def config_errors(p: dict) -> list[str]:
             out.append(f"language.parallel.processes = {procs}: the {size} context's {rows} rows per step "
                        f"(batch_tokens // {ctx}) do not split evenly among them")
     c = p["corpus"]
+    t = c["token_files"]
     if c["source"] == "token_files":
-        t = c.get("token_files", {})
         out += [f"language.corpus.token_files.{split} = []: source 'token_files' needs OLMo token files "
-                f"(files, directories or glob patterns)" for split in ("train", "eval") if not t.get(split)]
-    elif c.get("token_files"):
+                f"(files, directories or glob patterns)" for split in ("train", "eval") if not t[split]]
+    elif t["train"] or t["eval"]:
         out.append("language.corpus.token_files: only read with language.corpus.source = token_files")
     if c["source"] == "files" and not c["paths"]:
         out.append("language.corpus.paths = []: source 'files' needs .txt, .jsonl or .json.gz files or directories")
