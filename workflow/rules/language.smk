@@ -37,7 +37,7 @@ rule language_corpus:
     conda:
         ENV
     params:
-        corpus=LANG["corpus"],
+        corpus={k: v for k, v in LANG["corpus"].items() if k != "token_files"},
     script:
         JOB
 
