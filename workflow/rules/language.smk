@@ -89,7 +89,9 @@ def language_token_file_inputs(wildcards):
     try:
         return [str(f) for split in ("train", "eval") for f in token_paths(spec[split])]
     except FileNotFoundError as e:
-        raise WorkflowError(f"language.corpus.token_files (from {CONFIG_SOURCE}): {e}") from None
+        raise WorkflowError(
+            f"language.corpus.token_files (from {CONFIG_SOURCE}): {e}"
+        ) from None
 
 
 rule language_token_files:
