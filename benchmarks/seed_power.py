@@ -36,7 +36,7 @@ def in_config(name: str, t: pd.DataFrame, cfg: dict) -> pd.DataFrame:
     if name == "ppc":
         return t[t["task"].isin(c["tasks"]) & t["scheme"].isin(c["schemes"])]
     k = t["model"].map({"sfa": c["k"], "gpt": c["gpt"]["k"]})
-    keep = [kk in ks for kk, ks in zip(t["k"], k)]
+    keep = np.array([kk in ks for kk, ks in zip(t["k"], k)], dtype=bool)
     return t[keep & t["distribution"].isin(c["distributions"])]
 
 
