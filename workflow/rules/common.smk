@@ -140,8 +140,9 @@ def slice_outputs(wildcards):
 
 def dag_benchmarks(wildcards):
     """The benchmark files of the jobs behind every slice output, found the way Snakemake finds
-    producers (each file's rule and wildcards, then that job's inputs): the ledger counts this
-    DAG's jobs, never files a run of another configuration left in results/benchmarks."""
+    producers (the job that writes each file, then that job's inputs): the ledger counts this
+    DAG's jobs, never files a run of another configuration left in results/benchmarks.
+    """
     pending, seen, found = [str(f) for f in slice_outputs(wildcards)], set(), set()
     while pending:
         path = pending.pop()
@@ -160,6 +161,19 @@ def dag_benchmarks(wildcards):
             for f in [item] if isinstance(item, str) else item:
                 pending.append(snakemake.io.apply_wildcards(str(f), values))
     return sorted(found)
+
+
+def language_token_file_inputs(wildcards):
+    """The pre-tokenized corpus's files (inputs, so a changed file reruns the check)."""
+    from sparselen.language.token_files import token_paths
+
+    spec = LANG["corpus"]["token_files"]
+    try:
+        return [str(f) for split in ("train", "eval") for f in token_paths(spec[split])]
+    except FileNotFoundError as e:
+        raise WorkflowError(
+            f"language.corpus.token_files (from {CONFIG_SOURCE}): {e}"
+        ) from None
 
 
 def run_files(wildcards):

@@ -81,19 +81,6 @@ rule language_tokens:
         JOB
 
 
-def language_token_file_inputs(wildcards):
-    """The pre-tokenized corpus's files (inputs, so a changed file reruns the check)."""
-    from sparselen.language.token_files import token_paths
-
-    spec = LANG["corpus"]["token_files"]
-    try:
-        return [str(f) for split in ("train", "eval") for f in token_paths(spec[split])]
-    except FileNotFoundError as e:
-        raise WorkflowError(
-            f"language.corpus.token_files (from {CONFIG_SOURCE}): {e}"
-        ) from None
-
-
 rule language_token_files:
     input:
         language_token_file_inputs,
