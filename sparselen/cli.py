@@ -24,7 +24,8 @@ def estimate(args) -> None:
     gpu, cpu = profiles.resolve(args.gpu, args.utilization, args.cpu_profile, compile=bool(cfg.get("compile")))
     if gpu is not None and not cfg.get("gpus_per_job"):
         print("note: gpus_per_job is 0 in this config: every job runs on the CPU profile")
-    out = tables.report(cfg, gpu, cpu, args.retries)
+    out = tables.report(cfg, gpu, cpu, args.retries,
+                        dp_efficiency=args.dp_efficiency or tables.DP_EFFICIENCY)
     if args.jobs_csv:
         io.write_csv(out["jobs"], args.jobs_csv)
     if args.compare:
@@ -62,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cpu-profile", default=None, help="CPU profile JSON (benchmarks/calibrate.py); default: the "
                    "built-in profile of the development machine")
     s.add_argument("--retries", type=int, default=2, help="the SLURM profile's retries")
+    s.add_argument("--dp-efficiency", type=float, default=None,
+                   help="assumed data-parallel efficiency of a language model trained on several devices "
+                        "(language.parallel): its wall time is one device's over devices x this (default 0.9)")
     s.add_argument("--compare", default=None, metavar="BENCHMARKS",
                    help="also print predicted vs measured CPU seconds from a run's results/benchmarks")
     s.add_argument("--jobs-csv", default=None, help="write the per-job estimate here")
@@ -85,7 +89,14 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    args.func(args)
+    from snakemake_interface_common.exceptions import WorkflowError
+
+    try:
+        args.func(args)
+    except WorkflowError as e:  # an invalid config: the schema's message, not a traceback
+        files = " ".join(getattr(args, "configfile", None) or []) or "config.yaml"
+        print(f"sparselen {args.command} ({files}): {e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -2,7 +2,10 @@
 
 A training step whose config asks for several processes calls ``launch``: it runs the same
 step again in each of ``torchrun``'s workers and waits (Snakemake runs a rule's ``script:`` in
-one plain process; the rule itself stays as it is, only its resources grow).
+one plain process; the rule itself stays as it is, only its resources grow). On one node it
+starts ``torchrun --standalone``; across nodes (a SLURM job of several nodes) it starts one
+``torchrun`` per node with ``srun``, node 0's host as the rendezvous (static: node ranks from
+SLURM, so no rendezvous server is needed).
 ``DataParallel.from_env()`` is None in a plain process (the trainer's single-process path is
 untouched); under ``torchrun`` (``WORLD_SIZE`` > 1) it joins the process group (NCCL on GPUs,
 gloo on CPU) and gives the trainer what it needs to keep its guarantees:
@@ -31,6 +34,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -190,24 +194,53 @@ def _named(ns) -> dict:
     return dict(ns.items()) if hasattr(ns, "items") else dict(vars(ns))
 
 
-def launch(job, processes: int) -> None:
-    """Run ``job``'s step in ``processes`` torchrun workers on this node and wait; their
-    output goes to this process's stderr (the job's log). The job travels as JSON in a file
-    beside its checkpoint; each worker gets an equal share of the job's threads."""
+def launch(job, processes: int, nodes: int = 1) -> None:
+    """Run ``job``'s step in ``processes`` torchrun workers on each of ``nodes`` nodes and wait;
+    their output goes to this process's stderr (the job's log). The job travels as JSON in a
+    file beside its checkpoint (a shared file system across nodes); each worker gets an equal
+    share of the job's threads."""
     spec = {"rule": job.rule, "input": _named(job.input), "output": _named(job.output),
             "params": _named(job.params), "wildcards": _named(job.wildcards), "config": dict(job.config),
             "threads": max(1, job.threads // processes)}
     path = Path(spec["params"]["checkpoint"]).with_suffix(".job.json")
+    gpus = int(job.config.get("gpus_per_job", 0)) * processes
+    cmd = (node_launch_command(nodes, processes, path, job.threads, gpus) if nodes > 1 else
+           [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}",
+            "-m", "sparselen.distributed", str(path)])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(spec))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={processes}",
-           "-m", "sparselen.distributed", str(path)]
-    log.info("launching %d data-parallel processes: %s", processes, " ".join(cmd))
+    log.info("launching %d x %d data-parallel processes: %s", nodes, processes, " ".join(cmd))
     sys.stderr.flush()
     try:
         subprocess.run(cmd, check=True, stdout=sys.stderr, stderr=sys.stderr, preexec_fn=die_with_parent)
     finally:
         path.unlink(missing_ok=True)
+
+
+def node_launch_command(nodes: int, processes: int, spec: Path, cpus: int, gpus: int) -> list[str]:
+    """``srun``: one task per node of this SLURM job, each running ``torchrun`` for its node
+    (``python -m sparselen.distributed --node``), with the job's ``cpus`` and ``gpus`` per node
+    (the executor hands the job no SLURM_* sizes, and srun would not inherit sbatch's anyway).
+    Refuses outside a SLURM job."""
+    if not os.environ.get("SLURM_JOB_ID"):
+        raise RuntimeError(f"language.parallel.nodes = {nodes}: this job runs outside a SLURM job; several nodes "
+                           f"per model need the SLURM profile (workflow/profiles/slurm), which asks for them")
+    with socket.socket() as s:  # a free port on node 0, where this process runs (the batch script's node)
+        s.bind(("", 0))
+        port = s.getsockname()[1]
+    cmd = ["srun", f"--nodes={nodes}", f"--ntasks={nodes}", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
+           f"--cpus-per-task={cpus}"] + ([f"--gpus-per-node={gpus}"] if gpus else [])
+    return cmd + [sys.executable, "-m", "sparselen.distributed", "--node", str(spec), socket.gethostname(), str(port),
+                  str(processes)]
+
+
+def node_main(spec: str, master: str, port: str, processes: str) -> None:
+    """One node's share of a multi-node job (an ``srun`` task): become its ``torchrun``, with
+    the node rank and node count SLURM gives the task."""
+    argv = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={os.environ['SLURM_NNODES']}",
+            f"--node-rank={os.environ['SLURM_NODEID']}", f"--nproc-per-node={processes}",
+            f"--master-addr={master}", f"--master-port={port}", "-m", "sparselen.distributed", spec]
+    os.execv(sys.executable, argv)
 
 
 def label_counts(batch: Batch) -> tuple[int, int]:
@@ -217,7 +250,9 @@ def label_counts(batch: Batch) -> tuple[int, int]:
     return n, m
 
 
-if __name__ == "__main__":  # one torchrun worker of ``launch``
+if __name__ == "__main__":  # a node of a multi-node ``launch`` (--node), or one torchrun worker
+    if sys.argv[1] == "--node":
+        node_main(*sys.argv[2:6])
     from sparselen.jobs import Job, run
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)

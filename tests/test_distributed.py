@@ -207,7 +207,7 @@ def test_processes_must_split_the_rows_and_scale_the_job_resources(tmp_path):
 
     cfg = load(SMOKE)
     cfg["language"]["parallel"]["processes"] = 5
-    assert any("language.parallel.processes = 5" in e for e in semantic_errors(cfg))
+    assert any("processes = 5 x nodes = 1" in e for e in semantic_errors(cfg))
     overlay = tmp_path / "procs.yaml"
     overlay.write_text(yaml.safe_dump({"gpus_per_job": 1, "language": {"parallel": {"processes": 2}}}))
     out = snakemake(tmp_path, "-n", "results/language/ctx24/rope/seed0/loss_by_position.csv",
@@ -217,3 +217,34 @@ def test_processes_must_split_the_rows_and_scale_the_job_resources(tmp_path):
     evaluate = re.search(r"rule language_loss_by_position:.*?resources: ([^\n]*)", text, re.S).group(1)
     assert "gpu=2" in train and "cpus_per_task=2" in train
     assert "gpu=1" in evaluate and "cpus_per_task=1" in evaluate
+
+
+def test_several_nodes_ask_slurm_for_nodes_and_refuse_to_run_elsewhere(tmp_path, monkeypatch):
+    """nodes = 2: the training rule asks SLURM for two nodes of one task, GPUs per node and the
+    executor's `mpi` mode (the job runs in the batch script and starts its own srun); the
+    launch command is one srun task per node; outside a SLURM job the step refuses, naming the
+    key, before starting anything."""
+    import re
+
+    import yaml
+
+    from conftest import SMOKE, snakemake
+    from sparselen import distributed
+
+    overlay = tmp_path / "nodes.yaml"
+    overlay.write_text(yaml.safe_dump({"gpus_per_job": 1, "language": {"parallel": {"processes": 2, "nodes": 2}}}))
+    out = snakemake(tmp_path, "-n", "results/language/ctx24/rope/seed0/model.pt", configfile=[*SMOKE, overlay])
+    train = re.search(r"rule language_train:.*?resources: ([^\n]*)", out.stdout + out.stderr, re.S).group(1)
+    for part in ("nodes=2", "tasks=2", "mpi=srun", "cpus_per_task=2", "--ntasks-per-node=1 --gpus-per-node=2"):
+        assert part in train, train
+    assert "gpu=" not in train  # --gpus would be a total across nodes
+
+    spec = tmp_path / "job.json"
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    with pytest.raises(RuntimeError, match="language.parallel.nodes = 2: this job runs outside a SLURM job"):
+        distributed.node_launch_command(2, 4, spec, cpus=8, gpus=4)
+    monkeypatch.setenv("SLURM_JOB_ID", "123")
+    cmd = distributed.node_launch_command(2, 4, spec, cpus=8, gpus=4)
+    assert cmd[:7] == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
+                       "--cpus-per-task=8", "--gpus-per-node=4"]
+    assert cmd[-5:-3] == ["--node", str(spec)] and cmd[-1] == "4"

@@ -84,6 +84,27 @@ def test_paper_config_on_h100(capsys):
     assert set(jobs.loc[jobs["rule"] == "theory_run_sfa", "device"]) == {"cpu"}  # --device cpu in the rule
 
 
+def test_a_language_model_on_several_gpus(capsys):
+    """language.parallel: 8 GPUs (4 per node x 2 nodes) cut a training's wall time by 8 x the
+    assumed efficiency, cost about the same GPU-hours, and change no other job."""
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    one = tables.estimate(load(PAPER), gpu, cpu)
+    cfg = load(PAPER)
+    cfg["language"]["parallel"] = {"processes": 4, "nodes": 2, "strategy": "auto"}
+    eight = tables.estimate(cfg, gpu, cpu, dp_efficiency=0.8)
+    train = one["rule"] == "language_train"
+    assert (eight.loc[train, "devices"] == 8).all() and (eight.loc[~train, "devices"] == 1).all()
+    start = gpu.job_s
+    assert ((eight.loc[train, "seconds"] - start) * 8 * 0.8).to_numpy() == pytest.approx(
+        (one.loc[train, "seconds"] - start).to_numpy())
+    # GPU-hours: the one-device work over the efficiency, plus every device's start-up
+    assert eight.loc[train, "device_seconds"].to_numpy() == pytest.approx(
+        ((one.loc[train, "seconds"] - start) / 0.8 + 8 * start).to_numpy())
+    assert eight.loc[~train, "seconds"].to_numpy() == pytest.approx(one.loc[~train, "seconds"].to_numpy())
+    tables.report(cfg, gpu, cpu, dp_efficiency=0.8)
+    assert "devices x 0.8" in capsys.readouterr().out
+
+
 def test_quick_calibration_and_command(tmp_path, capsys):
     p = calibrate.calibrate(quick=True)
     assert p.peak_flops > 1e8 and p.job_s > 0.1 and p.step_s >= 0
@@ -110,3 +131,14 @@ def test_compare_sets_predictions_against_measured_wall_time(tmp_path):
     cmp = tables.compare(jobs, tmp_path)
     assert len(cmp) == 1 and cmp["measured_s"].iloc[0] == 40.0
     assert cmp["ratio"].iloc[0] == pytest.approx(train["seconds"] / 40.0)
+
+
+def test_an_invalid_config_is_named_without_a_traceback(tmp_path, capsys):
+    from sparselen.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("language:\n  eval: {windows: 1}\n")
+    assert main(["estimate", "--configfile", *map(str, PAPER), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"sparselen estimate ({PAPER[0]} {bad}): Error validating config file" in err
+    assert "windows" in err and "Traceback" not in err

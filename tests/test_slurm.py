@@ -1,5 +1,5 @@
 """Cluster execution: the smoke config through `snakemake --executor slurm` on a real
-single-node SLURM (tests/slurm/cluster.sh, Debian's packages), with the project's profile.
+two-node SLURM (tests/slurm/cluster.sh, Debian's packages), with the project's profile.
 
 The SLURM run asks for GPUs (config gpus_per_job=1), so each model's training+evaluation
 submission requests one GPU, scheduled on one of the cluster's two fake GPUs (the job itself
@@ -33,9 +33,9 @@ TEST_CLUSTER_ARGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-b
                      "--slurm-keep-successful-logs"]
 
 
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = ["timeout", "-k", "30", str(TIMEOUT), sys.executable, "-m", "snakemake", TARGET,
-           "-s", str(REPO / "Snakefile"), "--directory", str(workdir), *args, "--configfile", *map(str, SMOKE)]
+def snakemake(workdir: Path, *args: str, target: str = TARGET, overlays: tuple = ()) -> subprocess.CompletedProcess:
+    cmd = ["timeout", "-k", "30", str(TIMEOUT), sys.executable, "-m", "snakemake", target,
+           "-s", str(REPO / "Snakefile"), "--directory", str(workdir), *args, "--configfile", *map(str, SMOKE + tuple(overlays))]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 60)
     assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
     return proc
@@ -128,3 +128,41 @@ def test_smoke_config_on_slurm_matches_local_run(slurm_cluster, tmp_path):
 
     equal_outputs(tmp_path / "local", tmp_path / "slurm", n_models)
     assert (tmp_path / "slurm" / "results" / "figures" / "parity.png").stat().st_size > 0
+
+
+@pytest.mark.slurm
+def test_one_language_model_trains_across_two_slurm_nodes(slurm_cluster, tmp_path):
+    """language.parallel.nodes = 2: the training is one SLURM job of two nodes (one task and one
+    GPU each), its own srun starts a torchrun per node, the two ranks train the model together,
+    and the weights equal one local process's on the whole batch (float summation order only)."""
+    from test_distributed import TOLERANCE
+
+    lang = yaml.safe_load(SMOKE[1].read_text())["language"]
+    model = f"results/language/ctx{lang['contexts']['long']}/{lang['schemes']['long'][0]}/seed0/model.pt"
+    overlay = tmp_path / "nodes2.yaml"
+    overlay.write_text(yaml.safe_dump({"language": {"parallel": {"nodes": 2}}}))
+
+    snakemake(tmp_path / "local", "--cores", "2", target=model)
+    start = time.monotonic()
+    proc = snakemake(tmp_path / "slurm", "--profile", str(REPO / "workflow" / "profiles" / "slurm"),
+                     *TEST_CLUSTER_ARGS, "--config", "gpus_per_job=1", target=model, overlays=(overlay,))
+    elapsed = time.monotonic() - start
+
+    submitted = re.findall(r"submitted with SLURM jobid (\d+) \(log: (\S+)\)", proc.stdout + proc.stderr)
+    model_jobs = [job_id for job_id, log in submitted if Path(log).parent.name.startswith("group_model")]
+    assert len(model_jobs) == 1, submitted
+    info = scontrol(model_jobs[0])
+    run_time = re.search(r"RunTime=(\S+)", info).group(1)
+    print(f"\n2-node training job {model_jobs[0]}: RunTime {run_time}; {elapsed:.0f} s wall for the whole run")
+    assert "JobState=COMPLETED" in info and "ExitCode=0:0" in info, info
+    assert "NumNodes=2" in info and "NumTasks=2" in info, info
+    assert "NodeList=sl[1-2]" in info and "TresPerNode=gres:gpu:1" in info and "JOB_GRES=gpu:2" in info, info
+    train_log = next((tmp_path / "slurm" / "logs" / "language" / "train").glob("*.log")).read_text()
+    assert "launching 2 x 1 data-parallel processes" in train_log and "srun --nodes=2" in train_log, train_log[-3000:]
+    assert "data-parallel rank 1 of 2" in train_log, train_log[-3000:]
+
+    a = load_state(tmp_path / "local" / model)["model"]
+    b = load_state(tmp_path / "slurm" / model)["model"]
+    diff = max(float((a[k] - b[k]).abs().max()) for k in a)
+    print(f"max |weight difference|, 2 nodes vs 1 process: {diff:.2e}")
+    assert a.keys() == b.keys() and diff < TOLERANCE

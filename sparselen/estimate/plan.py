@@ -21,6 +21,7 @@ class Job:
     runtime_min: float  # SLURM time limit of attempt 1 (minutes)
     group: str | None  # "model:<id>" (one submission per model), "data", "aggregate", None
     bench: str = ""  # the rule's benchmark file, relative to results/benchmarks, without .tsv
+    devices: int = 1  # devices training one model together (language.parallel: processes x nodes)
 
 
 def _steps(train: dict) -> int:
@@ -186,6 +187,7 @@ def language_jobs(cfg: dict, runtime: float, chars_per_token: float = 4.3) -> li
     shape = Shape.of(lang["model"], vocab)
     runs = [(ctx[size], scheme, seed) for size in ("short", "long") for scheme in lang["schemes"][size]
             for seed in lang["seeds"]]
+    par = {"processes": 1, "nodes": 1, **lang.get("parallel", {})}
     n_tok = a["tokens"]  # an upper bound: tokens with a real benefit among the candidates
     B = a["batch_size"]
     ev = lang["eval"]
@@ -193,7 +195,7 @@ def language_jobs(cfg: dict, runtime: float, chars_per_token: float = 4.3) -> li
         name, b = f"ctx={c} {scheme} seed={seed}", f"ctx{c}_{scheme}_seed{seed}"
         rows = max(1, lang["train"]["batch_tokens"] // c)
         jobs.append(Job("language", "language_train", name, _train_work(shape, lang["train"], rows, [c]), runtime,
-                        f"model:language/{name}", f"language/train/{b}"))
+                        f"model:language/{name}", f"language/train/{b}", par["processes"] * par["nodes"]))
         w = Work()
         for b in _chunks(ev["windows"], ev["batch_size"]):
             w.add("forward", 1, shape.forward(b, ev["length"]), shape)

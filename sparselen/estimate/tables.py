@@ -11,6 +11,8 @@ from sparselen.estimate.flops import seconds
 from sparselen.estimate.plan import plan as plan_jobs
 from sparselen.estimate.profiles import Profile
 
+DP_EFFICIENCY = 0.9  # assumed: n devices training one model together run n x this as fast as one
+
 
 def attempts_needed(need_s: float, train_s: float, steps: int, checkpoint_every: int, limit_s: float,
                     restart_s: float) -> int:
@@ -31,11 +33,16 @@ def attempts_needed(need_s: float, train_s: float, steps: int, checkpoint_every:
     return math.inf
 
 
-def estimate(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2) -> "pd.DataFrame":
+def estimate(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2,
+             dp_efficiency: float = DP_EFFICIENCY) -> "pd.DataFrame":
     """One row per job: predicted seconds on its device; with ``gpu`` (and config gpus_per_job >
     0) model jobs run on the GPU profile, the rest (and theory SFA runs, which always use the
     CPU) on ``cpu``. Submissions are grouped as on SLURM; a submission's limit is the sum of its
-    jobs' runtimes (Snakemake adds up ``runtime`` over a group's sequential jobs)."""
+    jobs' runtimes (Snakemake adds up ``runtime`` over a group's sequential jobs).
+
+    A model trained on n devices together (language.parallel) takes its one-device time over
+    n x ``dp_efficiency`` (an assumption: gradient all-reduce and stragglers), plus its start-up;
+    ``device_seconds`` = seconds x devices is what it costs."""
     import pandas as pd
 
     on_gpu = gpu is not None and config.get("gpus_per_job", 0) > 0
@@ -43,9 +50,14 @@ def estimate(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2) 
     for j in plan_jobs(config):
         device = gpu if on_gpu and j.work.model_job and not j.work.cpu_only else cpu
         s = seconds(j.work, device)
+        if j.devices > 1:
+            speedup = j.devices * dp_efficiency
+            s = {"seconds": device.job_s + (s["seconds"] - device.job_s) / speedup,
+                 "train_seconds": s["train_seconds"] / speedup}
         rows.append({"slice": j.slice, "rule": j.rule, "job": j.name, "bench": j.bench, "group": j.group,
                      "device": device.device,
                      "flops": j.work.flops, "seconds": s["seconds"], "train_seconds": s["train_seconds"],
+                     "devices": j.devices, "device_seconds": s["seconds"] * j.devices,
                      "steps": j.work.train_steps, "checkpoint_every": j.work.checkpoint_every,
                      "runtime_min": j.runtime_min, "restart_s": device.job_s})
     for r in rows:  # a model's group is one submission; an ungrouped job is its own
@@ -73,26 +85,31 @@ def submissions(df) -> "pd.DataFrame":
     return pd.DataFrame(rows)
 
 
-def report(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2, out=print) -> dict:
-    """Print the estimate; return its tables."""
-    df = estimate(config, gpu, cpu, retries)
+def report(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2, out=print,
+           dp_efficiency: float = DP_EFFICIENCY) -> dict:
+    """Print the estimate; return its tables. Hours are device-hours (what a cluster bills);
+    a job's longest wall time (``max_job_h``) is what its SLURM limit must cover."""
+    df = estimate(config, gpu, cpu, retries, dp_efficiency)
     unit = "GPU-h" if gpu is not None and config.get("gpus_per_job", 0) > 0 else "CPU-h"
-    by_slice = df.groupby(["slice", "device"], sort=False).agg(jobs=("seconds", "size"), hours=("seconds", "sum"),
+    by_slice = df.groupby(["slice", "device"], sort=False).agg(jobs=("seconds", "size"), hours=("device_seconds", "sum"),
                                                                pflop=("flops", "sum")).reset_index()
     by_slice["hours"] /= 3600
     by_slice["pflop"] /= 1e15
     by_rule = df.groupby(["slice", "rule", "device"], sort=False).agg(
-        jobs=("seconds", "size"), hours=("seconds", "sum"), max_job_h=("seconds", "max"),
+        jobs=("seconds", "size"), devices=("devices", "max"), hours=("device_seconds", "sum"), max_job_h=("seconds", "max"),
         pflop=("flops", "sum")).reset_index()
     by_rule[["hours", "max_job_h"]] /= 3600
     by_rule["pflop"] /= 1e15
     subs = submissions(df)
     out(f"Device profiles: {gpu.name if gpu else '-'} (model jobs); {cpu.name} (other jobs)")
-    out(f"\nPer slice (hours on one device of each kind, one job at a time):\n")
+    if (df["devices"] > 1).any():
+        out(f"Models trained on several devices (language.parallel): wall time = one device's / (devices x "
+            f"{dp_efficiency:g}, the assumed data-parallel efficiency); hours below are device-hours")
+    out(f"\nPer slice (device-hours, one job at a time):\n")
     out(by_slice.to_markdown(index=False, floatfmt=".3g"))
     out(f"\nPer job type:\n")
     out(by_rule.to_markdown(index=False, floatfmt=".3g"))
-    total = {d: g["seconds"].sum() / 3600 for d, g in df.groupby("device")}
+    total = {d: g["device_seconds"].sum() / 3600 for d, g in df.groupby("device")}
     out("\nTotal: " + ", ".join(f"{h:,.1f} {d.upper()}-h" for d, h in total.items()))
     over = subs[subs["predicted_h"] > subs["limit_h"]]
     if len(over):

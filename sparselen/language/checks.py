@@ -25,12 +25,13 @@ def config_errors(p: dict) -> list[str]:
     if p["train"]["batch_tokens"] < long:
         out.append(f"language.train.batch_tokens = {p['train']['batch_tokens']}: below one long-context row ({long})")
     out += model_errors("language.model", p["model"])
-    procs = p.get("parallel", {}).get("processes", 1)
+    par = p.get("parallel", {})
+    procs, nodes = par.get("processes", 1), par.get("nodes", 1)
     for size, ctx in p["contexts"].items():
         rows = p["train"]["batch_tokens"] // ctx
-        if rows % procs:
-            out.append(f"language.parallel.processes = {procs}: the {size} context's {rows} rows per step "
-                       f"(batch_tokens // {ctx}) do not split evenly among them")
+        if rows % (procs * nodes):
+            out.append(f"language.parallel: processes = {procs} x nodes = {nodes}: the {size} context's {rows} "
+                       f"rows per step (batch_tokens // {ctx}) do not split evenly among them")
     c = p["corpus"]
     t = c["token_files"]
     if c["source"] == "token_files":

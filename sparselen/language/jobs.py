@@ -76,14 +76,15 @@ def token_files(job) -> None:
 
 
 def train(job) -> dict:
-    """One LM (wildcards ctx, scheme, seed): params model, pose, train. With
-    ``language.parallel.processes`` > 1 the step starts torchrun and runs again in each worker;
-    the workers train the model data-parallel (``sparselen.distributed``)."""
+    """One LM (wildcards ctx, scheme, seed): params model, pose, train. With more than one
+    process (``language.parallel``: processes per node x nodes) the step starts torchrun and
+    runs again in each worker; the workers train the model data-parallel
+    (``sparselen.distributed``)."""
     p, w = job.params, job.wildcards
     context, scheme, seed = int(w.ctx), w.scheme, int(w.seed)
     settings = parallel_settings(job)
-    if settings["processes"] > 1 and not DataParallel.launched():
-        distributed.launch(job, settings["processes"])  # this step again, in each torchrun worker
+    if settings["processes"] * settings["nodes"] > 1 and not DataParallel.launched():
+        distributed.launch(job, settings["processes"], settings["nodes"])  # this step again, in each worker
         return io.read_json(job.output.summary)
     parallel = DataParallel.from_env(job.config["device"], settings["strategy"])
     device = parallel.device if parallel else runtime(job).device  # a worker's GPU: from_env's choice
@@ -104,7 +105,7 @@ def train(job) -> dict:
 
 def parallel_settings(job) -> dict:
     """``language.parallel`` (runtime knobs, read from the config, never params)."""
-    return {"processes": 1, "strategy": "auto", **job.config.get("language", {}).get("parallel", {})}
+    return {"processes": 1, "nodes": 1, "strategy": "auto", **job.config.get("language", {}).get("parallel", {})}
 
 
 def loss_by_position(job) -> None:

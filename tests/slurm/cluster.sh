@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# A throw-away single-node SLURM for the integration test (tests/test_slurm.py), from Debian's
-# packages, without systemd.
+# A throw-away two-node SLURM for the integration tests (tests/test_slurm*.py), from Debian's
+# packages, without systemd: two slurmd on this machine (`slurmd -N`), each a node of half its
+# CPUs and memory with one fake GPU, so a job can span two nodes.
 #
 #   tests/slurm/cluster.sh up     install the packages if missing, write a config, start
 #                                 munged, slurmctld and slurmd
@@ -18,15 +19,17 @@
 # proctrack/linuxproc and task/none (no cgroups), select/cons_tres, no accounting database,
 # RealMemory from `slurmd -C`, MinJobAge=600 so `squeue` still lists finished jobs when
 # Snakemake asks (the plugin's --slurm-status-command squeue needs MinJobAge >= 3x its first
-# check delay), and two fake GPUs (gres on /dev/null and /dev/zero) so GPU requests are
-# scheduled (the jobs themselves run on CPU).
+# check delay), and one fake GPU per node (gres on /dev/null and /dev/zero) so GPU requests are
+# scheduled (the jobs themselves run on CPU). Nodes sl1 and sl2 share this host's address, on
+# ports of their own; their spool, pid and log files carry the node name (%n).
 set -euo pipefail
 
 DIR=${SPARSELEN_SLURM_DIR:-/tmp/sparselen-slurm}
 CONF=$DIR/etc/slurm.conf
 export SLURM_CONF=$CONF # for this script's own client calls
 PACKAGES=(slurmctld slurmd slurm-client munge)
-DAEMONS=(slurmd slurmctld munged) # stop order; started in reverse
+NODES=(sl1 sl2)
+DAEMONS=(slurmd-sl1 slurmd-sl2 slurmctld munged) # stop order; started in reverse
 
 say() { echo "cluster.sh: $*" >&2; }
 cannot() { say "$*"; exit 3; }
@@ -48,27 +51,27 @@ install_packages() {
 }
 
 write_config() {
-    local host mem cpus
+    local host mem cpus port
     host=$(hostname -s)
+    port=${SPARSELEN_SLURMD_PORT:-6818}
     # RealMemory must not exceed what slurmd detects, or the node is drained.
     read -r cpus mem < <(slurmd -C | sed -n 's/.*CPUs=\([0-9]*\).*RealMemory=\([0-9]*\).*/\1 \2/p')
     mkdir -p "$DIR"/{etc,state,spool,log,run}
     cat >"$CONF" <<EOF
-# Written by tests/slurm/cluster.sh: a single-node test cluster, not for production.
+# Written by tests/slurm/cluster.sh: a two-node test cluster on one machine, not for production.
 ClusterName=sparselen-test
 SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmctldPort=${SPARSELEN_SLURMCTLD_PORT:-6817}
-SlurmdPort=${SPARSELEN_SLURMD_PORT:-6818}
 AuthType=auth/munge
 AuthInfo=socket=$DIR/munge/munge.socket
 CredType=cred/munge
 StateSaveLocation=$DIR/state
 SlurmdSpoolDir=$DIR/spool/%n
 SlurmctldPidFile=$DIR/run/slurmctld.pid
-SlurmdPidFile=$DIR/run/slurmd.pid
+SlurmdPidFile=$DIR/run/slurmd-%n.pid
 SlurmctldLogFile=$DIR/log/slurmctld.log
-SlurmdLogFile=$DIR/log/slurmd.log
+SlurmdLogFile=$DIR/log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -81,12 +84,13 @@ ReturnToService=2
 MinJobAge=600
 SchedulerType=sched/backfill
 GresTypes=gpu
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem Gres=gpu:2 State=UNKNOWN
-PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
+NodeName=sl1 NodeHostname=$host NodeAddr=127.0.0.1 Port=$port CPUs=$(((cpus + 1) / 2)) RealMemory=$((mem / 2)) Gres=gpu:1 State=UNKNOWN
+NodeName=sl2 NodeHostname=$host NodeAddr=127.0.0.1 Port=$((port + 1)) CPUs=$(((cpus + 1) / 2)) RealMemory=$((mem / 2)) Gres=gpu:1 State=UNKNOWN
+PartitionName=debug Nodes=sl1,sl2 Default=YES MaxTime=INFINITE State=UP
 EOF
-    # Two fake GPUs, so two GPU jobs run at once on the two-core CI machine. Each needs a
-    # device file of its own (two on /dev/null crash slurmd); jobs get CUDA_VISIBLE_DEVICES=0/1.
-    printf 'NodeName=%s Name=gpu File=%s\n' "$host" /dev/null "$host" /dev/zero >"$DIR/etc/gres.conf"
+    # One fake GPU per node, so two GPU jobs run at once on the two-core CI machine. Each needs
+    # a device file of its own (two on /dev/null crash slurmd).
+    printf 'NodeName=%s Name=gpu File=%s\n' sl1 /dev/null sl2 /dev/zero >"$DIR/etc/gres.conf"
 }
 
 ours() { [ "$(readlink "/etc/slurm/$1")" = "$DIR/etc/$1" ]; }
@@ -126,14 +130,14 @@ wait_until() { # wait_until SECONDS WHAT COMMAND...
     done
 }
 
-node_idle() { sinfo -h -N -o %t | grep -qE '^(idle|mix|alloc)'; }
+nodes_idle() { [ "$(sinfo -h -N -o %t | grep -cE '^(idle|mix|alloc)')" -eq ${#NODES[@]} ]; }
 
 up() {
     [ "$(id -u)" -eq 0 ] || cannot "needs root (installs packages, runs slurmd)"
     command -v dpkg-query >/dev/null || cannot "not a Debian system (no dpkg)"
     mkdir -p "$DIR/log"
     install_packages
-    if alive slurmctld && alive slurmd; then
+    if alive slurmctld && alive slurmd-sl1 && alive slurmd-sl2; then
         say "already up"
     else
         link_config
@@ -141,9 +145,9 @@ up() {
         start_munge
         wait_until 10 munged test -S "$DIR/munge/munge.socket"
         alive slurmctld || slurmctld -i # -i: start even if state files of an earlier run are damaged
-        alive slurmd || slurmd
+        for n in "${NODES[@]}"; do alive "slurmd-$n" || slurmd -N "$n"; done
         wait_until 30 "slurmctld" scontrol ping || { tail -20 "$DIR/log/slurmctld.log" >&2; exit 1; }
-        wait_until 30 "the node to be idle" node_idle || { tail -20 "$DIR/log/slurmd.log" >&2; exit 1; }
+        wait_until 30 "the nodes to be idle" nodes_idle || { tail -20 "$DIR"/log/slurmd-*.log >&2; exit 1; }
     fi
     sinfo -N -o "%N %t %c %m %G" >&2
 }

@@ -72,20 +72,32 @@ GROUP_CPU_TRAIN = "cpu_train"
 GROUP_AGGREGATE = "aggregate"
 
 
-def job_resources(runtime=None, mem_mb=None, gpu=True, processes=1):
+def job_resources(runtime=None, mem_mb=None, gpu=True, processes=1, nodes=1):
     """Resources of a training/evaluation job: wall time in minutes (config resources.runtime
     unless given) times the attempt, so a retry after a time-out asks for more; memory; one CPU
     per torch thread; and `gpu` only when config gpus_per_job > 0 (and `gpu`), so the same
     rules run on CPU-only partitions. `processes`: a job training one model in several
-    data-parallel processes (language.parallel) asks for that many times of each."""
+    data-parallel processes (language.parallel) asks for that many times of each, per node.
+    `nodes` > 1: SLURM gives the job that many nodes, one task each, GPUs per node; `mpi` makes
+    the executor run the job in the batch script (not in a one-task step), so the job's own
+    `srun` can start a torchrun on every node (sparselen/distributed.py)."""
     minutes = runtime or config["resources"]["runtime"]
     res = {
         "runtime": lambda wildcards, attempt: minutes * attempt,
         "mem_mb": (mem_mb or config["resources"]["mem_mb"]) * processes,
         "cpus_per_task": THREADS * processes,
     }
-    if gpu and config["gpus_per_job"]:
-        res["gpu"] = config["gpus_per_job"] * processes
+    gpus = config["gpus_per_job"] * processes if gpu else 0
+    if nodes > 1:
+        per_node = f" --gpus-per-node={gpus}" if gpus else ""
+        res |= {
+            "nodes": nodes,
+            "tasks": nodes,
+            "mpi": "srun",
+            "slurm_extra": f"--ntasks-per-node=1{per_node}",
+        }
+    elif gpus:
+        res["gpu"] = gpus
     return res
 
 

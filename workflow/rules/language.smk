@@ -4,8 +4,10 @@
 # analysed tokens -> tables -> figures.
 LANG = config["language"]
 LANG_CTX = LANG["contexts"]
-# Data-parallel processes per language model (torchrun, started by the training job).
+# Data-parallel processes per node and nodes per language model (torchrun, started by the
+# training job).
 LANG_PROCS = LANG["parallel"]["processes"]
+LANG_NODES = LANG["parallel"]["nodes"]
 LANG_DIR = "results/language"
 LANG_RUN = f"{LANG_DIR}/ctx{{ctx}}/{{scheme}}/seed{{seed}}"
 LANG_RUNS = [
@@ -125,7 +127,7 @@ rule language_train:
         ENV
     threads: THREADS * LANG_PROCS
     resources:
-        **job_resources(processes=LANG_PROCS),
+        **job_resources(processes=LANG_PROCS, nodes=LANG_NODES),
     params:
         model=LANG["model"],
         pose=LANG["pose"],
