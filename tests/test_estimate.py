@@ -45,6 +45,8 @@ def test_jobs_are_snakemakes_jobs(tmp_path, configfile):
     theirs = Counter(rule for rule, _ in dry_run_jobs(tmp_path, "all", configfile=configfile))
     theirs = {r: n for r, n in theirs.items() if r not in ("all", "report")}
     assert dict(ours) == theirs
+    benches = [j.bench for j in plan.plan(load(configfile))]  # --compare matches jobs by these
+    assert len(set(benches)) == len(benches), [b for b, n in Counter(benches).items() if n > 1]
 
 
 def test_attempts_and_resubmissions():

@@ -212,3 +212,16 @@ def test_bootstrap_interval_covers_the_statistic_and_shrinks_with_n():
     assert hi2 - lo2 < (hi - lo) / 3
     assert bootstrap_ci(small, np.median, n_boot=500, seed=1) == (m, lo, hi)
     assert np.isnan(bootstrap_ci([1.0])[1])
+
+
+def test_held_out_documents_too_short_fail_at_the_data_step():
+    """Before any model trains: an evaluation length no held-out document exceeds is named."""
+    from sparselen.language.data import check_held_out_lengths
+
+    docs = [torch.zeros(300), torch.zeros(513)]
+    lang = {"eval": {"length": 512}, "contexts": {"long": 128}}
+    check_held_out_lengths(docs, lang)
+    lang["eval"]["length"] = 8192
+    with pytest.raises(ValueError, match=r"language.eval.length = 8192: no held-out document is longer "
+                                         r"\(the longest of 2 has 513 tokens\)"):
+        check_held_out_lengths(docs, lang)

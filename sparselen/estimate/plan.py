@@ -197,14 +197,14 @@ def language_jobs(cfg: dict, runtime: float, chars_per_token: float = 4.3) -> li
         jobs.append(Job("language", "language_train", name, _train_work(shape, lang["train"], rows, [c]), runtime,
                         f"model:language/{name}", f"language/train/{b}", par["processes"] * par["nodes"]))
         w = Work()
-        for b in _chunks(ev["windows"], ev["batch_size"]):
-            w.add("forward", 1, shape.forward(b, ev["length"]), shape)
+        for rows_ in _chunks(ev["windows"], ev["batch_size"]):
+            w.add("forward", 1, shape.forward(rows_, ev["length"]), shape)
         jobs.append(Job("language", "language_loss_by_position", name, w, 30, f"model:language/{name}",
                         f"language/loss_by_position/{b}"))
         w = Work()
         for T in (short, long):
-            for b in _chunks(n_tok, B):
-                w.add("forward", 1, shape.forward(b, T, "last"), shape)
+            for rows_ in _chunks(n_tok, B):
+                w.add("forward", 1, shape.forward(rows_, T, "last"), shape)
         jobs.append(Job("language", "language_transfer", name, w, 30, None, f"language/transfer/{b}"))
     for seed in lang["seeds"]:
         jobs.append(Job("language", "language_analyze", f"seed={seed}", analysis_work(shape, a, short, long), runtime,

@@ -52,6 +52,18 @@ def training_batches(stream: torch.Tensor, context: int, batch_size: int, seed: 
     return batch_fn
 
 
+def check_held_out_lengths(docs: list, lang: dict) -> None:
+    """Fail at the data step, before any model trains, when no held-out document is longer than
+    what the evaluation steps read: the loss-by-position windows (``language.eval.length``)
+    and the analysis' long context (``language.contexts.long``)."""
+    longest = max((len(d) for d in docs), default=0)
+    for key, need in (("language.eval.length", lang["eval"]["length"]), ("language.contexts.long", lang["contexts"]["long"])):
+        if longest <= need:
+            raise ValueError(f"{key} = {need}: no held-out document is longer (the longest of {len(docs)} has "
+                             f"{longest} tokens); lower it, or use a corpus with longer documents or a larger "
+                             f"language.corpus.eval_fraction")
+
+
 def sample_positions(docs: list[torch.Tensor], before: int, n: int, g: torch.Generator) -> list[tuple[int, int]]:
     """``n`` distinct (doc, t) pairs, uniform over all t with at least ``before`` tokens before
     them in the same document, in draw order (so any prefix is a uniform sample too)."""

@@ -56,6 +56,7 @@ def tokens(job) -> None:
     ids = {name: tokenizers.encode(tok, [d["text"] for d in docs]) for name, docs in split.items()}
     stream = data.pack(ids["train"], tokenizers.eos_id(tok)).to(torch.int32)
     eval_docs = [torch.tensor(d, dtype=torch.int32) for d in ids["eval"]]
+    data.check_held_out_lengths(eval_docs, job.config["language"])  # read, not params: a change reruns nothing
     counts = {"train_tokens": len(stream), "eval_tokens": sum(map(len, eval_docs)),
               "eval_median_document_tokens": int(np.median([len(d) for d in eval_docs]))}
     io.torch_save({"train": stream, "eval": eval_docs, "vocab_size": tokenizers.vocab_size(tok),
@@ -68,6 +69,7 @@ def token_files(job) -> None:
     vocabulary, EOS present) and named in ``tokens.json``, which every model step reads."""
     spec = dict(job.params.token_files)
     toks = token_file_format.load_tokens(spec)
+    data.check_held_out_lengths(toks["eval"], job.config["language"])
     counts = {"train_tokens": len(toks["train"]), "eval_documents": len(toks["eval"]),
               "eval_tokens": sum(map(len, toks["eval"]))}
     io.write_json(job.output.tokens, {"format": "olmo-memmap", **spec, **counts,
