@@ -91,13 +91,13 @@ def report(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2, ou
     a job's longest wall time (``max_job_h``) is what its SLURM limit must cover."""
     df = estimate(config, gpu, cpu, retries, dp_efficiency)
     unit = "GPU-h" if gpu is not None and config.get("gpus_per_job", 0) > 0 else "CPU-h"
-    by_slice = df.groupby(["slice", "device"], sort=False).agg(jobs=("seconds", "size"), hours=("device_seconds", "sum"),
-                                                               pflop=("flops", "sum")).reset_index()
+    by_slice = df.groupby(["slice", "device"], sort=False).agg(
+        jobs=("seconds", "size"), hours=("device_seconds", "sum"), pflop=("flops", "sum")).reset_index()
     by_slice["hours"] /= 3600
     by_slice["pflop"] /= 1e15
     by_rule = df.groupby(["slice", "rule", "device"], sort=False).agg(
-        jobs=("seconds", "size"), devices=("devices", "max"), hours=("device_seconds", "sum"), max_job_h=("seconds", "max"),
-        pflop=("flops", "sum")).reset_index()
+        jobs=("seconds", "size"), devices=("devices", "max"), hours=("device_seconds", "sum"),
+        max_job_h=("seconds", "max"), pflop=("flops", "sum")).reset_index()
     by_rule[["hours", "max_job_h"]] /= 3600
     by_rule["pflop"] /= 1e15
     subs = submissions(df)

@@ -57,7 +57,8 @@ def check_held_out_lengths(docs: list, lang: dict) -> None:
     what the evaluation steps read: the loss-by-position windows (``language.eval.length``)
     and the analysis' long context (``language.contexts.long``)."""
     longest = max((len(d) for d in docs), default=0)
-    for key, need in (("language.eval.length", lang["eval"]["length"]), ("language.contexts.long", lang["contexts"]["long"])):
+    needs = {"language.eval.length": lang["eval"]["length"], "language.contexts.long": lang["contexts"]["long"]}
+    for key, need in needs.items():
         if longest <= need:
             raise ValueError(f"{key} = {need}: no held-out document is longer (the longest of {len(docs)} has "
                              f"{longest} tokens); lower it, or use a corpus with longer documents or a larger "
