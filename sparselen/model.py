@@ -90,10 +90,14 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     return out if x_pass.shape[-1] == 0 else torch.cat((out, x_pass), dim=-1)  # no copy at rotary_pct 1
 
 
-def attend(q, k, v, cache=None):
+def attend(q, k, v, cache=None, last_only=False):
     """Causal SDPA over (B, H, T, head_size) tensors; with a ``cache`` ([k, v] of earlier
-    steps, extended in place) one new query sees every cached key."""
-    causal = True
+    steps, extended in place) one new query sees every cached key. ``last_only``: only the
+    last query is computed (it sees every key, so it needs no mask): what a metric read at the
+    last position costs, instead of T queries."""
+    if last_only:
+        q = q[:, :, -1:]
+    causal = not last_only
     if cache is not None:
         if cache[0] is not None:
             if q.shape[2] > 1:
@@ -121,13 +125,13 @@ class Attention(nn.Module):
             q, k = _rotate(q, *rope), _rotate(k, *rope)
         return q, k, v
 
-    def forward(self, x, rope, cache=None, id_values=None):
+    def forward(self, x, rope, cache=None, id_values=None, last_only=False):
         B, T, _ = x.shape
         q, k, v = self.qkv(x, rope)
         if id_values is not None:  # (B, T, d_model): per-token id embedding, split across heads
             v = v + id_values.view(B, T, self.n_head, self.head_size).transpose(1, 2)
-        y = attend(q, k, v, cache)
-        return self.dense(y.transpose(1, 2).reshape(B, T, -1))
+        y = attend(q, k, v, cache, last_only)
+        return self.dense(y.transpose(1, 2).reshape(B, y.shape[2], -1))
 
 
 class MLP(nn.Module):
@@ -150,9 +154,11 @@ class Layer(nn.Module):
         self.attention = Attention(cfg)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, rope, cache=None, id_values=None):
-        return (x + self.attention(self.input_layernorm(x), rope, cache, id_values)
-                + self.mlp(self.post_attention_layernorm(x)))
+    def forward(self, x, rope, cache=None, id_values=None, last_only=False):
+        attn = self.attention(self.input_layernorm(x), rope, cache, id_values, last_only)
+        if last_only:  # keys and values need every position; the rest only the last
+            x = x[:, -1:]
+        return x + attn + self.mlp(self.post_attention_layernorm(x))
 
 
 class Backbone(nn.Module):
@@ -204,8 +210,10 @@ class GPTNeoX(Decoder):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
 
-    def hidden_states(self, input_ids, position_ids=None, cache=None):
-        """Final-layer hidden states. ``cache``: list of per-layer [k, v] for generation."""
+    def hidden_states(self, input_ids, position_ids=None, cache=None, last_only=False):
+        """Final-layer hidden states. ``cache``: list of per-layer [k, v] for generation;
+        ``last_only``: the last position's alone, (B, 1, d_model), its last layer computed
+        for that position only."""
         B, T = input_ids.shape
         x = self.gpt_neox.embed_in(input_ids)
         rope = None
@@ -214,9 +222,10 @@ class GPTNeoX(Decoder):
                 start = 0 if cache is None or cache[0][0] is None else cache[0][0].shape[2]
                 position_ids = torch.arange(start, start + T, device=input_ids.device)[None]  # shared by the batch
             rope = self.rotary(position_ids, x.dtype)
+        last = len(self.gpt_neox.layers) - 1
         for i, layer in enumerate(self.gpt_neox.layers):
-            ids = self._id_embedding(position_ids) if i == len(self.gpt_neox.layers) - 1 else None
-            x = layer(x, rope, None if cache is None else cache[i], ids)
+            ids = self._id_embedding(position_ids) if i == last else None
+            x = layer(x, rope, None if cache is None else cache[i], ids, last_only and i == last)
         return self.gpt_neox.final_layer_norm(x)
 
     def _id_embedding(self, position_ids):
@@ -227,12 +236,14 @@ class GPTNeoX(Decoder):
             raise ValueError("a model with id_embedding needs position_ids")
         return self.gpt_neox.embed_position_ids(position_ids)
 
-    def forward(self, input_ids, position_ids=None, cache=None):
-        h = self.hidden_states(input_ids, position_ids, cache)
+    def forward(self, input_ids, position_ids=None, cache=None, last_only=False):
+        h = self.hidden_states(input_ids, position_ids, cache, last_only)
         logits = self.lm_head(h)
         if self.position_head is None:
             return logits, None
         own = self._id_embedding(position_ids)
+        if own is not None and last_only:
+            own = own[:, -1:]
         return logits, self.position_head(h if own is None else h + own)
 
     def input_embeddings(self) -> nn.Embedding:

@@ -148,11 +148,10 @@ class Attention(nn.Module):
             q, k = _rotate(q, *rope), _rotate(k, *rope)
         return q, k, v
 
-    def forward(self, x, rope, cache=None):
-        B, T, _ = x.shape
+    def forward(self, x, rope, cache=None, last_only=False):
         q, k, v = self.qkv(x, rope)
-        y = attend(q, k, v, cache)
-        return self.o_proj(y.transpose(1, 2).reshape(B, T, -1))
+        y = attend(q, k, v, cache, last_only)
+        return self.o_proj(y.transpose(1, 2).reshape(x.shape[0], y.shape[2], -1))
 
 
 class MLP(nn.Module):
@@ -183,11 +182,13 @@ class Layer(nn.Module):
         else:  # transformers' Olmo names (pre-norm: post_attention_layernorm is the MLP's input norm)
             self.input_layernorm, self.post_attention_layernorm = Norm(cfg.d_model, cfg), Norm(cfg.d_model, cfg)
 
-    def forward(self, x, rope, cache=None):
+    def forward(self, x, rope, cache=None, last_only=False):
+        """``last_only``: keys and values from every position, the rest for the last alone."""
+        residual = x[:, -1:] if last_only else x
         if self.norm_after:
-            x = x + self.post_attention_layernorm(self.self_attn(x, rope, cache))
+            x = residual + self.post_attention_layernorm(self.self_attn(x, rope, cache, last_only))
             return x + self.post_feedforward_layernorm(self.mlp(x))
-        x = x + self.self_attn(self.input_layernorm(x), rope, cache)
+        x = residual + self.self_attn(self.input_layernorm(x), rope, cache, last_only)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -222,8 +223,9 @@ class Olmo(Decoder):
         elif isinstance(module, Norm) and module.weight is not None:
             nn.init.ones_(module.weight)
 
-    def hidden_states(self, input_ids, position_ids=None, cache=None):
-        """Final hidden states (after the final norm). ``cache``: per-layer [k, v] lists."""
+    def hidden_states(self, input_ids, position_ids=None, cache=None, last_only=False):
+        """Final hidden states (after the final norm). ``cache``: per-layer [k, v] lists;
+        ``last_only``: the last position's alone, (B, 1, d_model)."""
         B, T = input_ids.shape
         x = self.model.embed_tokens(input_ids)
         rope = None
@@ -232,12 +234,13 @@ class Olmo(Decoder):
                 start = 0 if cache is None or cache[0][0] is None else cache[0][0].shape[2]
                 position_ids = torch.arange(start, start + T, device=input_ids.device)[None]
             rope = self.rotary(position_ids, x.dtype)
+        last = len(self.model.layers) - 1
         for i, layer in enumerate(self.model.layers):
-            x = layer(x, rope, None if cache is None else cache[i])
+            x = layer(x, rope, None if cache is None else cache[i], last_only and i == last)
         return self.model.norm(x)
 
-    def forward(self, input_ids, position_ids=None, cache=None):
-        return self.lm_head(self.hidden_states(input_ids, position_ids, cache)), None
+    def forward(self, input_ids, position_ids=None, cache=None, last_only=False):
+        return self.lm_head(self.hidden_states(input_ids, position_ids, cache, last_only)), None
 
     def input_embeddings(self) -> nn.Embedding:
         return self.model.embed_tokens

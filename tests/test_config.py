@@ -100,6 +100,19 @@ def test_semantic_errors():
     assert "parity.pose.target_length = 100" in errors
 
 
+def test_ppc_runs_are_schemes_or_named_variants():
+    cfg = load()
+    cfg["ppc"]["schemes"] = ["rope", "rope_base100", "alibi", "pose"]
+    cfg["ppc"]["variants"] = {"rope_base100": {"scheme": "rope", "model": {"n_head": 3}}, "coupled": {"scheme": "rope"}}
+    del cfg["ppc"]["pose"]
+    errors = "\n".join(semantic_errors(cfg))
+    assert "ppc.schemes lists 'alibi'" in errors
+    assert "ppc.variants.rope_base100.model: d_model = 64 is not divisible by n_head = 3" in errors
+    assert "ppc.variants.coupled: a variant cannot take the name of a position scheme" in errors
+    assert "the section ppc.pose is missing" in errors
+    assert "lists 'rope_base100'" not in errors and "lists 'rope'" not in errors
+
+
 def test_snakemake_rejects_bad_config_before_any_job(tmp_path):
     bad = copy.deepcopy(yaml.safe_load((ROOT / "tests/smoke/config.yaml").read_text()))
     bad["parity"]["train"]["batch_size"] = 0

@@ -70,6 +70,31 @@ def test_kv_cache_matches_full_recomputation():
     torch.testing.assert_close(torch.cat([first] + steps, dim=1), full, atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("scheme", ["nope", "rope", "ppc"])
+def test_last_only_gives_the_last_position_of_the_full_pass(scheme):
+    """The evaluations' fast path: the last layer computed for the last position alone, also
+    with ids, the id embedding and PPC's position head, and when it fills a KV cache."""
+    cfg = ModelConfig(vocab_size=37, n_layer=3, n_head=4, d_model=64, d_ff=96, scheme=scheme,
+                      max_position_id=40 if scheme == "ppc" else 0, id_embedding=scheme == "ppc")
+    torch.manual_seed(0)
+    model = GPTNeoX(cfg).eval()
+    g = torch.Generator().manual_seed(3)
+    ids = torch.randint(0, 37, (2, 12), generator=g)
+    pos = torch.randint(0, 41, (2, 12), generator=g) if scheme == "ppc" else None
+    with torch.no_grad():
+        full = model(ids, pos)
+        last = model(ids, pos, last_only=True)
+        cache = model.new_cache()
+        model(ids[:, :5], None if pos is None else pos[:, :5], cache, last_only=True)
+        step = model(ids[:, 5:6], None if pos is None else pos[:, 5:6], cache)
+        ref = model(ids[:, :6], None if pos is None else pos[:, :6])
+    for a, b in zip(last, full):
+        if b is not None:
+            assert a.shape[1] == 1
+            torch.testing.assert_close(a[:, 0], b[:, -1], atol=1e-5, rtol=0)
+    torch.testing.assert_close(step[0][:, 0], ref[0][:, -1], atol=1e-5, rtol=0)
+
+
 def test_nope_ignores_positions():
     model = random_model(scheme="nope")
     assert model.rotary is None

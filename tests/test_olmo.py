@@ -87,6 +87,17 @@ def test_kv_cache_matches_full_recomputation(variant):
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
+def test_last_only_gives_the_last_position_of_the_full_pass(variant):
+    model = random_model(variant)
+    ids = torch.randint(0, VOCAB, (2, 12), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        full, _ = model(ids)
+        last, _ = model(ids, last_only=True)
+    assert last.shape[1] == 1
+    torch.testing.assert_close(last[:, 0], full[:, -1], atol=5e-5, rtol=0)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
 def test_qkv_reproduces_attention(variant):
     """The analysis' attention selector recomputes softmax weights from ``qkv``: they must be
     the weights the forward pass used (checked by redoing attention with them)."""

@@ -3,17 +3,15 @@
 paper's model sizes, grids, schemes and code paths, so a shape, memory or dtype error of a
 12-layer, width-768, context-2048 model shows here and not on a cluster.
 
-The overlay check runs always. The run itself is opt-in (``SPARSELEN_PAPER_SMOKE=1``, about
-12 minutes on 2 cores): every job of the paper DAG but the language slice's greedy analysis
-(and what reads it), whose one greedy step at the paper's contexts scores 1,536 contexts of
-about 513 tokens through the 12-layer model (~1e14 FLOPs, most of an hour on a CPU core).
+The run covers every job of the paper DAG but the language slice's greedy analysis (and what
+reads it), whose one greedy step at the paper's contexts scores 1,536 contexts of about 513
+tokens through the 12-layer model (~1e14 FLOPs, most of an hour on a CPU core).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import os
 
 import pytest
 import yaml
@@ -71,8 +69,7 @@ def write_c4_shard(workdir, min_chars: int = 48_000) -> None:
                     + "\n")
 
 
-@pytest.mark.skipif(os.environ.get("SPARSELEN_PAPER_SMOKE") != "1",
-                    reason="opt-in (about 12 minutes on 2 cores): SPARSELEN_PAPER_SMOKE=1")
+@pytest.mark.slow
 def test_the_paper_config_runs_on_cpu(tmp_path):
     cfg = load([PAPER, OVERLAY])
     lang = cfg["language"]

@@ -134,9 +134,12 @@ def test_config_errors_name_key_and_value():
 
 
 def test_steps_end_to_end(tmp_path):
-    """Tiny run of every step for one task and every scheme, each a job as the workflow runs
-    it; the table and figure come out."""
-    p = config()
+    """Tiny run of every step for one task and every scheme, PoSE and a variant (RoPE at another
+    base), each a job as the workflow runs it; the table and figure come out."""
+    variant = {"scheme": "rope", "model": {"rotary_base": 100.0}}
+    p = config(schemes=[*SCHEMES, "pose", "rope_base100"], variants={"rope_base100": variant},
+               pose={"chunks": 2, "target_length": 64})
+    runs = p["schemes"]
     task = "variable_assignment"
     p[task]["model"] = {"n_head": 4, "rotary_pct": 0.5}  # the task's overrides of ppc.model
     ev = tmp_path / "eval_set.pt"
@@ -145,26 +148,49 @@ def test_steps_end_to_end(tmp_path):
     train_params = {k: p[k] for k in ("model", "train", "max_position_id", "random_offset", "id_embedding",
                                       "position_loss_weight")} | {"task": p[task]}
     csvs = []
-    for scheme in SCHEMES:
+    for scheme in runs:
         d = tmp_path / scheme
         run(Job.of("ppc_train", wildcards={"task": task, "scheme": scheme, "seed": 0},
                    output={"model": d / "model.pt", "log_csv": d / "log.csv", "summary": d / "s.json"},
-                   params={**train_params, "checkpoint": d / "ck.pt"}))
+                   params={**train_params, "checkpoint": d / "ck.pt", "variant": p["variants"].get(scheme),
+                           "pose": p["pose"] if scheme == "pose" else None}))
         run(Job.of("ppc_evaluate", input={"model": d / "model.pt", "eval_set": ev}, output={"eval": d / "eval.csv"},
                    params={"batch_size": 4}))
         csvs.append(str(d / "eval.csv"))
         model, _ = load_model(d / "model.pt", torch.device("cpu"))
         assert (model.cfg.n_head, model.cfg.rotary_pct, model.cfg.d_model) == (4, 0.5, 16)
+        assert model.cfg.scheme == ("rope" if scheme == "rope_base100" else scheme)
+        assert model.cfg.rotary_base == (100.0 if scheme == "rope_base100" else 10000.0)
         df = pd.read_csv(d / "eval.csv")
+        assert (df["scheme"] == scheme).all()
         assert df["size"].tolist() == [3, 8] and (df["n"] == 6).all()
         assert df["position_accuracy"].notna().all() == (scheme == "ppc")
     run(Job.of("ppc_table", input={"evals": csvs}, output={"csv": tmp_path / "t.csv", "md": tmp_path / "t.md"}))
     table = pd.read_csv(tmp_path / "t.csv")
-    assert set(table["scheme"]) == set(SCHEMES)
+    assert set(table["scheme"]) == set(runs)
     assert set(table.loc[table["metric"] == "position_ids", "scheme"]) == {"ppc"}
     run(Job.of("ppc_figure", input={"table": tmp_path / "t.csv"}, params={"train_max_sizes": {task: 4}},
                output={"png": tmp_path / "f.png", "pdf": tmp_path / "f.pdf"}))
     assert (tmp_path / "f.png").stat().st_size > 0 and (tmp_path / "f.pdf").stat().st_size > 0
+
+
+def test_pose_runs_shift_plain_positions_not_coupled_ids():
+    """A PPC task's batches carry coupled ids; a pose run trains on PoSE-shifted plain
+    positions of the same samples, never on shifted coupled ids."""
+    from sparselen.ppc.jobs import training_batches
+    from sparselen.train import TrainConfig, apply_position_scheme
+
+    p = config()
+    task = "variable_assignment"
+    coupled = training_batches(task, p[task], 0, 4, p["max_position_id"], True)(3)
+    plain = training_batches(task, p[task], 0, 4, p["max_position_id"], True, coupled=False)(3)
+    assert torch.equal(coupled.input_ids, plain.input_ids) and plain.position_ids is None
+    cfg = ModelConfig(vocab_size=len(variable_assignment.VOCAB), scheme="pose")
+    tc = TrainConfig.from_section({**p["train"], "optimizer": {}}, 0, {"chunks": 2, "target_length": 64})
+    ids = apply_position_scheme(plain, cfg, tc, 3).position_ids
+    T = plain.input_ids.shape[1]
+    steps = ids[:, 1:] - ids[:, :-1]
+    assert (steps >= 1).all() and (steps > 1).any() and (ids[:, 0] == 0).all() and int(ids.max()) < 64 and T > 2
 
 
 @pytest.mark.parametrize("scheme", ["rope", "coupled", "ppc"])

@@ -139,7 +139,7 @@ def job_costs(device: str, threads: int, quick: bool) -> tuple[float, float, flo
         model_job = child_cpu("parity_train", params=params, wildcards={"K": 1, "seed": 0}, config=runtime,
                               output={"model": t / "m", "log_csv": t / "l.csv", "summary": t / "s.json"})
         child_cpu("parity_evaluate", input={"model": t / "m", "eval_set": t / "e0"}, output={"eval": t / "ev.csv"},
-                  params={"batch_size": 2}, wildcards={"K": 1, "seed": 0}, config=runtime)
+                  params={"batch_tokens": 10}, wildcards={"K": 1, "seed": 0}, config=runtime)
         table = child_cpu("parity_table", input={"evals": [t / "ev.csv"]}, output={"csv": t / "t.csv", "md": t / "t.md"})
         figure = table if quick else child_cpu("parity_figure", input={"table": t / "t.csv"},
                                                output={"png": t / "f.png", "pdf": t / "f.pdf"},

@@ -43,10 +43,14 @@ class Shape:
 
     def forward(self, rows: float, seq_len: float, unembed: str = "all") -> float:
         """FLOPs of one causal forward pass over ``rows`` x ``seq_len`` tokens; ``unembed``:
-        all positions, or only the ``last``."""
-        per_row = seq_len * self.layer_flops_per_token((seq_len + 1) / 2)
-        per_row += self.head_flops() * (seq_len if unembed == "all" else 1)
-        return rows * per_row
+        all positions, or only the ``last`` (the models' ``last_only``: the last layer computes
+        keys and values at every position, everything else at the last alone)."""
+        full = seq_len * self.layer_flops_per_token((seq_len + 1) / 2)
+        if unembed == "all":
+            return rows * (full + self.head_flops() * seq_len)
+        d = self.d_model
+        last_layer = seq_len * 4 * d * d + 4 * d * d + 4 * d * self.d_ff + 4 * d * seq_len
+        return rows * (full * (self.n_layer - 1) / self.n_layer + last_layer + self.head_flops())
 
     def cached_step(self, rows: float, cache_len: float) -> float:
         """One KV-cached generation step: one new token per row attending to ``cache_len`` + 1 keys."""

@@ -65,8 +65,8 @@ def parity_jobs(cfg: dict, runtime: float) -> list[Job]:
                             runtime, f"model:parity/{name}", f"parity/train/K{K}_seed{seed}"))
             w = Work()
             for _, L in cells:
-                for b in _chunks(ev["n"], ev["batch_size"]):
-                    w.add("forward", 1, shape.forward(b, L + 1), shape)
+                for b in _chunks(ev["n"], max(1, ev["batch_tokens"] // (L + 1))):
+                    w.add("forward", 1, shape.forward(b, L + 1, "last"), shape)
             jobs.append(Job("parity", "parity_evaluate", name, w, 10, f"model:parity/{name}",
                             f"parity/evaluate/K{K}_seed{seed}"))
     jobs += [Job("parity", f"parity_{r}", "", Work(model_job=False).unit("aggregate_job", 1), 30, "aggregate",
@@ -86,7 +86,7 @@ def _parity_eval_data(p: dict) -> Work:
 def ppc_jobs(cfg: dict, runtime: float, batches: int = 16) -> list[Job]:
     import torch
 
-    from sparselen.ppc.checks import task_model
+    from sparselen.ppc.checks import run_model, run_scheme
     from sparselen.ppc.jobs import training_batches
     from sparselen.ppc.samples import Samples
     from sparselen.ppc.tasks import TASKS, sampler_params
@@ -97,7 +97,6 @@ def ppc_jobs(cfg: dict, runtime: float, batches: int = 16) -> list[Job]:
     for task in p["tasks"]:
         t = p[task]
         module = TASKS[task]
-        model = task_model(p["model"], t)
         steps = int(t.get("steps", p["train"]["steps"]))
         train = {**p["train"], "steps": steps}
         # training shapes: the padded length of a few real batches
@@ -118,15 +117,15 @@ def ppc_jobs(cfg: dict, runtime: float, batches: int = 16) -> list[Job]:
         jobs.append(Job("ppc", "ppc_eval_data", task, Work(model_job=False).unit("sample", n_samples / 40), 30, "data",
                         f"ppc/eval_data/{task}"))
         for scheme in p["schemes"]:
-            extra = p["max_position_id"] + 1 if scheme == "ppc" else 0
-            shape = Shape.of(model, len(module.VOCAB), extra)
+            extra = p["max_position_id"] + 1 if run_scheme(p, scheme) == "ppc" else 0
+            shape = Shape.of(run_model(p, t, scheme), len(module.VOCAB), extra)
             for seed in p["seeds"]:
                 name = f"{task} {scheme} seed={seed}"
                 jobs.append(Job("ppc", "ppc_train", name, _train_work(shape, train, p["train"]["batch_size"], seq),
                                 runtime, f"model:ppc/{name}", f"ppc/train/{task}_{scheme}_seed{seed}"))
                 w = Work()
                 for rows, P, R in gen_calls:
-                    w.add("forward", 1, shape.forward(rows, P, "all"), shape)  # the prompt, through the cache
+                    w.add("forward", 1, shape.forward(rows, P, "last"), shape)  # the prompt, into the cache
                     w.add("forward", R - 1, sum(shape.cached_step(rows, P + j) for j in range(R - 1)), shape)
                 jobs.append(Job("ppc", "ppc_evaluate", name, w, 10, f"model:ppc/{name}",
                                 f"ppc/evaluate/{task}_{scheme}_seed{seed}"))
@@ -265,7 +264,7 @@ def theory_jobs(cfg: dict, runtime: float) -> list[Job]:
                 w = _train_work(shape, g["train"], g["train"]["batch_size"], [n + 1 for n in lengths])
                 for n in targets.values():
                     for b in _chunks(ev["n"], ev["batch_size"]):
-                        w.add("forward", 1, shape.forward(b, n + 1), shape)
+                        w.add("forward", 1, shape.forward(b, n + 1, "last"), shape)
                 jobs.append(Job("theory", "theory_run_gpt", f"{dist} k={k} seed={s}", w, 60,
                                 f"model:theory/{dist}/{k}/{s}", f"theory/gpt/{dist}_k{k}_seed{s}"))
     jobs += [Job("theory", f"theory_{r}", "", Work(model_job=False).unit("aggregate_job", 1), 30, "aggregate",

@@ -62,7 +62,7 @@ def attention_scores(model: GPTNeoX, contexts: torch.Tensor, batch_size: int, de
         for i in range(0, len(contexts), batch_size):
             ids = contexts[i:i + batch_size].to(device)
             inputs.clear()
-            model.hidden_states(ids, torch.arange(ids.shape[1], device=device).expand_as(ids))
+            model.hidden_states(ids, torch.arange(ids.shape[1], device=device).expand_as(ids), last_only=True)
             w = torch.stack([last_query_attention(mod, x, rope).mean(1) for mod, x, rope in inputs])
             out.append(w.mean(0).cpu())
     finally:
@@ -81,7 +81,8 @@ def saliency_scores(model: GPTNeoX, contexts: torch.Tensor, targets: torch.Tenso
         for i in range(0, len(contexts), batch_size):
             ids, tgt = contexts[i:i + batch_size].to(device), targets[i:i + batch_size].to(device)
             with torch.enable_grad():
-                h = model.hidden_states(ids, torch.arange(ids.shape[1], device=device).expand_as(ids))[:, -1]
+                h = model.hidden_states(ids, torch.arange(ids.shape[1], device=device).expand_as(ids),
+                                        last_only=True)[:, -1]
                 loss = F.cross_entropy(model.lm_head(h).float(), tgt, reduction="sum")
                 (grad,) = torch.autograd.grad(loss, store["e"])
             out.append((grad * store["e"]).sum(-1).abs().detach().cpu())

@@ -39,7 +39,7 @@ def last_token_loss(model: GPTNeoX, ids: torch.Tensor, position_ids: torch.Tenso
     for i in range(0, len(ids), batch_size):
         sl = slice(i, i + batch_size)
         with autocast(device):
-            h = model.hidden_states(ids[sl].to(device), position_ids[sl].to(device))[:, -1]
+            h = model.hidden_states(ids[sl].to(device), position_ids[sl].to(device), last_only=True)[:, -1]
             logits = head(h)
         out.append(F.cross_entropy(logits.float(), targets[sl].to(device), reduction="none").cpu())
     return torch.cat(out)

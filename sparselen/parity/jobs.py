@@ -41,11 +41,11 @@ def train(job) -> dict:
 
 
 def evaluate(job) -> None:
-    """One model on the shared evaluation set (params.batch_size)."""
+    """One model on the shared evaluation set (params.batch_tokens)."""
     dev = runtime(job).device
     model, prov = load_model(job.input.model, dev)
     cells = torch.load(job.input.eval_set, weights_only=True)["cells"]
-    df = evaluate_grid(model, cells, job.params.batch_size, dev, K_train=prov["run"]["K_train"], seed=prov["seed"],
+    df = evaluate_grid(model, cells, job.params.batch_tokens, dev, K_train=prov["run"]["K_train"], seed=prov["seed"],
                        scheme=model.cfg.scheme)
     df["config_hash"] = prov["config_hash"]
     io.write_csv(df, job.output.eval)

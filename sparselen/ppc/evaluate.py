@@ -39,14 +39,16 @@ def cell_scores(model, s: Samples, batch_size: int, device) -> dict:
 
 def evaluate_cells(model, cells: dict, batch_size: int, device, **labels) -> list[dict]:
     """One row per evaluated size: ``accuracy`` (whole response right; for ppc the predicted
-    ids too), ``token_accuracy`` and, for ppc, ``position_accuracy``; ``labels`` become columns."""
+    ids too), ``token_accuracy`` and, for ppc, ``position_accuracy``; ``labels`` become columns
+    (``scheme``: the run's name, by default the model's scheme)."""
     scheme, rows = model.cfg.scheme, []
+    labels = {"scheme": scheme, **labels}
     for size, cell in sorted(cells.items()):
         s = Samples(**cell)
         c, n = cell_scores(model, s, batch_size, device), len(s)
-        rows.append({**labels, "scheme": scheme, "size": size,
+        rows.append({**labels, "size": size,
                      "prompt_tokens": round(float(s.prompt_len.float().mean()), 1),  # the mean, if lengths vary
                      "n": n, "correct": c["both"], "accuracy": c["both"] / n, "token_accuracy": c["tokens"] / n,
                      "position_accuracy": c["ids"] / n if scheme == "ppc" else float("nan")})
-        log.info("%s size %d: accuracy %.3f", scheme, size, c["both"] / n)
+        log.info("%s size %d: accuracy %.3f", labels["scheme"], size, c["both"] / n)
     return rows

@@ -33,7 +33,7 @@ def generate(model: GPTNeoX, prompt: torch.Tensor, prompt_ids: torch.Tensor | No
         raise ValueError(f"a {scheme} model needs the prompt's position ids")
     cache = model.new_cache() if use_cache else None
     seq, seq_ids = prompt, ids
-    logits, pos_logits = model(seq, seq_ids, cache)
+    logits, pos_logits = model(seq, seq_ids, cache, last_only=True)
     out_tokens, out_ids = [], []
     for step in range(steps):
         token = logits[:, -1].argmax(-1, keepdim=True)
@@ -51,6 +51,6 @@ def generate(model: GPTNeoX, prompt: torch.Tensor, prompt_ids: torch.Tensor | No
         else:
             seq = torch.cat((seq, token), dim=1)
             seq_ids = None if new_id is None else torch.cat((seq_ids, new_id), dim=1)
-            logits, pos_logits = model(seq, seq_ids)
+            logits, pos_logits = model(seq, seq_ids, last_only=True)
     tokens = torch.cat(out_tokens, dim=1)
     return tokens, (torch.cat(out_ids, dim=1) if scheme in COUPLED else None)

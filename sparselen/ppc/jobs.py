@@ -15,8 +15,9 @@ from sparselen import io
 from sparselen.jobs import runtime
 from sparselen.model import ModelConfig
 from sparselen.ppc import report
-from sparselen.ppc.checks import task_model
+from sparselen.ppc.checks import run_model, run_scheme
 from sparselen.ppc.evaluate import evaluate_cells
+from sparselen.ppc.generate import COUPLED
 from sparselen.ppc.samples import random_offsets, to_batch
 from sparselen.ppc.tasks import TASKS, sampler_params
 from sparselen.provenance import provenance
@@ -41,34 +42,44 @@ def eval_data(job) -> None:
     log.info("wrote %s evaluation cells %s to %s", task, list(cells), job.output.eval_set)
 
 
-def training_batches(task: str, task_cfg: dict, seed: int, batch_size: int, max_position_id: int, offset: bool):
+def training_batches(task: str, task_cfg: dict, seed: int, batch_size: int, max_position_id: int, offset: bool,
+                     coupled: bool = True):
     """``step -> Batch``, a pure function of (task, seed, step): sizes uniform in the training
-    range, coupled ids shifted by a random start offset when ``offset``."""
+    range, coupled ids shifted by a random start offset when ``offset``; without ``coupled``
+    the batch has plain positions (what rope and pose shift), on the same samples."""
     module, (lo, hi), params = TASKS[task], task_cfg["train_sizes"], sampler_params(task_cfg)
 
     def batch_fn(step: int):
         g = generator("ppc-train", task, seed, step)
         s = module.sample(torch.randint(lo, hi + 1, (batch_size,), generator=g), g, **params)
-        return to_batch(s, random_offsets(s, max_position_id, g) if offset else None)
+        batch = to_batch(s, random_offsets(s, max_position_id, g) if offset else None)
+        if not coupled:
+            batch.position_ids = None
+        return batch
 
     return batch_fn
 
 
 def train(job) -> dict:
-    """One model (wildcards task, scheme, seed): params model, train, task, max_position_id,
-    random_offset, id_embedding, position_loss_weight."""
+    """One model (wildcards task, scheme = a run name of ppc.schemes, seed): params model,
+    variant (the run's ppc.variants entry, or None), pose (for a pose run, else None), train,
+    task, max_position_id, random_offset, id_embedding, position_loss_weight."""
     p, w = job.params, job.wildcards
-    task, scheme, seed = w.task, w.scheme, int(w.seed)
+    task, run, seed = w.task, w.scheme, int(w.seed)
+    section = {"model": p.model, "variants": {run: p.variant} if p.variant else {}}
+    scheme = run_scheme(section, run)
     rt = runtime(job)
     mc = ModelConfig(vocab_size=len(TASKS[task].VOCAB), scheme=scheme, max_position_id=p.max_position_id,
-                     id_embedding=scheme in p.id_embedding, **task_model(p.model, p.task))
+                     id_embedding=scheme in p.id_embedding, **run_model(section, p.task, run))
     train_cfg = {**p.train, **({"steps": p.task["steps"]} if "steps" in p.task else {})}
-    tc = TrainConfig.from_section(train_cfg, seed, position_loss_weight=p.position_loss_weight)
-    identity = {"model": p.model, "train": p.train, "task": p.task, "max_position_id": p.max_position_id,
-                "random_offset": p.random_offset, "id_embedding": p.id_embedding,
-                "position_loss_weight": p.position_loss_weight, "task_name": task, "scheme": scheme, "seed": seed}
-    batches = training_batches(task, p.task, seed, tc.batch_size, p.max_position_id, p.random_offset)
-    return train_model(mc, tc, batches, RunFiles.of(job), identity, rt.device, {"task": task, "scheme": scheme},
+    tc = TrainConfig.from_section(train_cfg, seed, p.pose, position_loss_weight=p.position_loss_weight)
+    identity = {"model": p.model, "variant": p.variant, "pose": p.pose, "train": p.train, "task": p.task,
+                "max_position_id": p.max_position_id, "random_offset": p.random_offset,
+                "id_embedding": p.id_embedding, "position_loss_weight": p.position_loss_weight, "task_name": task,
+                "scheme": run, "seed": seed}
+    batches = training_batches(task, p.task, seed, tc.batch_size, p.max_position_id, p.random_offset,
+                               coupled=scheme in COUPLED)
+    return train_model(mc, tc, batches, RunFiles.of(job), identity, rt.device, {"task": task, "scheme": run},
                        rt.compile)
 
 
@@ -78,7 +89,7 @@ def evaluate(job) -> None:
     model, prov = load_model(job.input.model, dev)
     data = torch.load(job.input.eval_set, weights_only=True)
     df = pd.DataFrame(evaluate_cells(model, data["cells"], job.params.batch_size, dev, task=data["task"],
-                                     seed=prov["seed"]))
+                                     scheme=prov["run"]["scheme"], seed=prov["seed"]))
     df["config_hash"] = prov["config_hash"]
     io.write_csv(df, job.output.eval)
 

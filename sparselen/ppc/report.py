@@ -9,8 +9,17 @@ from sparselen.provenance import provenance
 from sparselen.stats import summarize
 from sparselen.tables import read_tables, runs_provenance, write_table
 
-SCHEME_STYLES = {"nope": {"color": "tab:gray"}, "rope": {"color": "tab:orange"},
+SCHEME_STYLES = {"nope": {"color": "tab:gray"}, "rope": {"color": "tab:orange"}, "pose": {"color": "tab:purple"},
                  "coupled": {"color": "tab:blue"}, "ppc": {"color": "tab:green"}}
+
+
+def run_style(name: str) -> dict:
+    """A run's curve style: its scheme's colour; a variant (``<scheme>_<what>``, e.g.
+    ``rope_base10000``) dotted in the colour of the scheme its name starts with."""
+    if name in SCHEME_STYLES:
+        return SCHEME_STYLES[name]
+    base = next((s for s in SCHEME_STYLES if name.startswith(s + "_")), None)
+    return {**SCHEME_STYLES[base], "ls": ":"} if base else {}
 IDS_ONLY = " (position ids only)"
 
 
@@ -41,8 +50,10 @@ def figure(table_csv, train_max_sizes: dict, out_png, out_pdf) -> None:
     t = pd.read_csv(table_csv)
     t["curve"] = t["scheme"].where(t["metric"] == "exact_match", t["scheme"] + IDS_ONLY)
     styles = {}
-    for scheme, style in SCHEME_STYLES.items():
-        styles |= {scheme: style, scheme + IDS_ONLY: {**style, "ls": "--"}}
+    runs = sorted(set(t["scheme"]) - set(SCHEME_STYLES))
+    order = [r for s in SCHEME_STYLES for r in [s, *(v for v in runs if v.startswith(s + "_"))]]
+    for run in order + [r for r in runs if r not in order]:  # each variant after its scheme
+        styles |= {run: run_style(run), run + IDS_ONLY: {**run_style(run), "ls": "--"}}
     seeds = int(t["n_seeds"].max())
     fig = plot_panels(t, "task", "curve", x="size", xlabel="input size", ylabel="exact-match accuracy",
                       styles=styles, xlabels={name: module.SIZE for name, module in TASKS.items()},

@@ -24,7 +24,7 @@ def gpt_predict(model, pc: PlantedConfig, coupled: bool):
 
     def predict(tokens, position_ids):
         ids = position_ids.expand(tokens.shape[0], -1) if coupled else None
-        logits, _ = model(tokens, ids)
+        logits, _ = model(tokens, ids, last_only=True)
         return logits[:, -1, : pc.n_values].float()
 
     return predict

@@ -38,7 +38,7 @@ wildcard_constraints:
     K=r"\d+",
     k=r"\d+",
     ctx=r"\d+",
-    scheme="|".join(POSITION_SCHEMES),
+    scheme="|".join([*POSITION_SCHEMES, *config.get("ppc", {}).get("variants", {})]),
 
 
 def training_seeds(section):
@@ -198,3 +198,11 @@ def run_files(wildcards):
         for files in getattr(rules, tables[name]).input
         for f in ([files] if isinstance(files, str) else files)
     ]
+
+
+def ppc_pose(wildcards):
+    """ppc.pose for a run of the pose scheme, else None (a PoSE change retrains pose runs only)."""
+    from sparselen.ppc.checks import run_scheme
+
+    ppc = config["ppc"]
+    return ppc.get("pose") if run_scheme(ppc, wildcards.scheme) == "pose" else None

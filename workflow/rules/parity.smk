@@ -65,7 +65,7 @@ rule parity_evaluate:
     resources:
         **job_resources(runtime=10),
     params:
-        batch_size=PARITY["eval"]["batch_size"],
+        batch_tokens=PARITY["eval"]["batch_tokens"],
     script:
         JOB
 

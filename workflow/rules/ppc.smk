@@ -50,6 +50,8 @@ rule ppc_train:
         **job_resources(),
     params:
         model=PPC["model"],
+        variant=lambda w: PPC["variants"].get(w.scheme),
+        pose=ppc_pose,
         train=PPC["train"],
         task=lambda w: PPC[w.task],
         max_position_id=PPC["max_position_id"],
