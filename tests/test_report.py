@@ -237,6 +237,7 @@ def test_ledger_from_benchmark_files(tmp_path):
     write_bench(tmp_path / "parity/train/K4_seed0.tsv", 10.0, 300.0, 9.0)
     write_bench(tmp_path / "parity/train/K4_seed1.tsv", 30.0, 500.0, 28.0)
     write_bench(tmp_path / "parity/table.tsv", 2.0, 100.0, 1.5)
+    write_bench(tmp_path / "parity/evaluate/K4_seed0.tsv", 4.0, 100.0, 4.0)
     (tmp_path / "ppc").mkdir()
     (tmp_path / "ppc/figure.tsv").write_text(BENCH_HEAD + "4.0\t0:00:04\t-\t-\t-\t-\t-\t-\t-\t-\n")
     rules, figures = ledger.write(ledger.read_benchmarks(tmp_path), tmp_path / "r.csv", tmp_path / "f.csv")
@@ -244,8 +245,10 @@ def test_ledger_from_benchmark_files(tmp_path):
     assert train["jobs"] == 2 and train["wall_s"] == 40 and train["max_job_wall_s"] == 30
     assert train["cpu_s"] == 37 and train["peak_rss_mb"] == 500
     f = figures.set_index("slice")
-    assert f.loc["parity", "wall_s"] == 42 and f.loc["ppc", "wall_s"] == 4 and f.loc["all", "jobs"] == 4
+    assert f.loc["parity", "wall_s"] == 46 and f.loc["ppc", "wall_s"] == 4 and f.loc["all", "jobs"] == 5
     assert f.loc["all", "peak_rss_mb"] == 500
+    assert f.loc["parity", "eval_share"] == 0.1 and f.loc["all", "eval_share"] == 0.1
+    assert pd.isna(f.loc["ppc", "eval_share"])  # no training: no share
 
 
 def fake_run(results, slice_, tok_s, params):

@@ -48,11 +48,21 @@ def per_rule(bench: pd.DataFrame) -> pd.DataFrame:
     return _sum(bench, ["slice", "step"])
 
 
+TRAIN_STEPS = ("train",)
+EVAL_STEPS = ("evaluate", "loss_by_position", "transfer")  # model evaluations (not the analysis)
+
+
 def per_figure(bench: pd.DataFrame) -> pd.DataFrame:
-    """Totals per slice (every job of a figure's DAG), plus an ``all`` row."""
-    out = _sum(bench, ["slice"])
-    total = _sum(bench.assign(slice="all"), ["slice"])
-    return pd.concat([out, total], ignore_index=True)
+    """Totals per slice (every job of a figure's DAG), plus an ``all`` row; ``eval_share``:
+    wall time of the slice's model evaluations over that of its trainings (NaN without either;
+    the theory slice's runs train and evaluate in one job)."""
+    out = pd.concat([_sum(bench, ["slice"]), _sum(bench.assign(slice="all"), ["slice"])], ignore_index=True)
+    steps = pd.concat([bench, bench.assign(slice="all")])
+    wall = {kind: steps[steps["step"].isin(names)].groupby("slice")["wall_s"].sum()
+            for kind, names in (("train", TRAIN_STEPS), ("eval", EVAL_STEPS))}
+    share = (wall["eval"] / wall["train"]).where(lambda s: (s > 0) & (s != float("inf")))
+    out["eval_share"] = out["slice"].map(share)
+    return out
 
 
 def write(bench: pd.DataFrame, rules_csv, figures_csv) -> tuple[pd.DataFrame, pd.DataFrame]:

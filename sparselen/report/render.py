@@ -139,7 +139,8 @@ def ledger_section(per_figure: pd.DataFrame, per_rule: pd.DataFrame) -> list[str
             "time; CPU time is Snakemake's last sample of it (taken every 30 s once a job has run 15 s), so it can miss "
             "up to 30 s per job. Before launching a "
             "config, `sparselen estimate --configfile X` predicts every job's time from FLOP counts and a device "
-            "profile; `--compare results/benchmarks` sets it against these measurements.", "",
+            "profile; `--compare results/benchmarks` sets it against these measurements. `eval_share`: wall time of a "
+            "slice's model evaluations over that of its trainings.", "",
             "Per figure (slice):", "", md_table(per_figure), "", "Per rule:", "", md_table(per_rule), ""]
 
 
