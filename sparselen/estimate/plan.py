@@ -49,6 +49,7 @@ def _train_work(shape: Shape, train: dict, rows: int, seq_lens: list[float]) -> 
 
 
 def parity_jobs(cfg: dict, runtime: float) -> list[Job]:
+    from sparselen.parity.evaluate import rows_per_pass
     from sparselen.parity.task import VOCAB
 
     p = cfg["parity"]
@@ -65,7 +66,7 @@ def parity_jobs(cfg: dict, runtime: float) -> list[Job]:
                             runtime, f"model:parity/{name}", f"parity/train/K{K}_seed{seed}"))
             w = Work()
             for _, L in cells:
-                for b in _chunks(ev["n"], max(1, ev["batch_tokens"] // (L + 1))):
+                for b in _chunks(ev["n"], rows_per_pass(ev["batch_tokens"], L + 1)):
                     w.add("forward", 1, shape.forward(b, L + 1, "last"), shape)
             jobs.append(Job("parity", "parity_evaluate", name, w, 10, f"model:parity/{name}",
                             f"parity/evaluate/K{K}_seed{seed}"))

@@ -12,6 +12,11 @@ from sparselen.device import autocast
 from sparselen.model import GPTNeoX
 
 
+def rows_per_pass(batch_tokens: int, length: int) -> int:
+    """Samples of ``length`` tokens in one evaluation pass of ``batch_tokens`` (at least one)."""
+    return max(1, batch_tokens // length)
+
+
 @torch.no_grad()
 def cell_accuracy(model: GPTNeoX, tokens: torch.Tensor, target: torch.Tensor, batch_tokens: int,
                   device: torch.device) -> int:
@@ -22,7 +27,7 @@ def cell_accuracy(model: GPTNeoX, tokens: torch.Tensor, target: torch.Tensor, ba
     in the last layer (``last_only``); a pass takes ``batch_tokens // T`` samples (on a CPU
     a few thousand tokens per pass is fastest at every length).
     """
-    correct, batch_size = 0, max(1, batch_tokens // tokens.shape[1])
+    correct, batch_size = 0, rows_per_pass(batch_tokens, tokens.shape[1])
     for i in range(0, len(tokens), batch_size):
         x = tokens[i:i + batch_size].to(device).long()
         with autocast(device):

@@ -11,6 +11,7 @@ from sparselen.tables import read_tables, runs_provenance, write_table
 
 SCHEME_STYLES = {"nope": {"color": "tab:gray"}, "rope": {"color": "tab:orange"}, "pose": {"color": "tab:purple"},
                  "coupled": {"color": "tab:blue"}, "ppc": {"color": "tab:green"}}
+IDS_ONLY = " (position ids only)"
 
 
 def run_style(name: str) -> dict:
@@ -20,7 +21,6 @@ def run_style(name: str) -> dict:
         return SCHEME_STYLES[name]
     base = next((s for s in SCHEME_STYLES if name.startswith(s + "_")), None)
     return {**SCHEME_STYLES[base], "ls": ":"} if base else {}
-IDS_ONLY = " (position ids only)"
 
 
 def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
