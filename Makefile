@@ -1,12 +1,14 @@
 # Two commands do everything (see README):
 #   make run    build .venv if missing, then the whole pipeline on config.yaml
 #               (SNAKEMAKE_ARGS="--configfile configs/cpu-extended.yaml" or "--config seed_offset=10")
-#   make test   build .venv if missing, then the test suite
+#   make test   build .venv if missing, then the test suite (TEST_WORKERS=2 parallel workers)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
 SNAKEMAKE_ARGS ?=
+# pytest-xdist workers for make test (tests/conftest.py groups the tests)
+TEST_WORKERS ?= 2
 
 .PHONY: run test venv lint bench report clean-venv
 
@@ -25,7 +27,7 @@ run: venv
 	@echo "Reproduction report: $(CURDIR)/results/report/reproduction_report.html (also .md)"
 
 test: venv
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/snakemake --lint

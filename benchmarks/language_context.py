@@ -35,14 +35,12 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from sparselen.architectures import build_model, model_config
 from sparselen.language import corpus as corpora
-from sparselen.language import data, tokenizer as tokenizers
+from sparselen.language import controls, data, tokenizer as tokenizers
+from sparselen.language.bootstrap import cluster_ci
 from sparselen.language.analysis import screen
-from sparselen.language.evaluate import last_token_loss
-from sparselen.rng import generator
 from sparselen.train import OptimConfig, TrainConfig, apply_position_scheme, loss_fn, lr_lambda, make_optimizer
 
 CPU = torch.device("cpu")
@@ -72,58 +70,24 @@ def token_data(args) -> dict:
 
 # ----------------------------------------------------------------------------- probe
 def probe_sequences(docs, n: int, prefix: int, span: int, filler: int, seed: int):
-    """(n, prefix + 2 span + filler) sequences: doc A's ``prefix`` + ``span`` tokens, a
-    window of ``filler`` tokens from another held-out document, then the same span again."""
-    g = generator("induction-probe", seed)
-    ok = [i for i, d in enumerate(docs) if len(d) > prefix + span + 1]
-    long_ok = [i for i, d in enumerate(docs) if len(d) > filler + 1]
-    seqs = []
-    for _ in range(n):
-        a = ok[int(torch.randint(len(ok), (1,), generator=g))]
-        b = a
-        while b == a and len(long_ok) > 1:
-            b = long_ok[int(torch.randint(len(long_ok), (1,), generator=g))]
-        t = int(torch.randint(prefix, len(docs[a]) - span, (1,), generator=g))
-        u = int(torch.randint(0, len(docs[b]) - filler, (1,), generator=g))
-        s = docs[a][t:t + span]
-        seqs.append(torch.cat((docs[a][t - prefix:t], s, docs[b][u:u + filler], s)))
-    return torch.stack(seqs)
+    """The pipeline's induction sequences (``sparselen.language.controls``)."""
+    return controls.induction_sequences(docs, n, prefix, span, filler, seed)
 
 
 @torch.no_grad()
 def probe(model, seqs, prefix: int, span: int, filler: int, short: int | None = None, batch: int = 64) -> dict:
-    """Mean loss (nats) on copy 1 and copy 2 (first token of each excluded), full context; with
-    ``short``, copy 2 again with only the last ``short`` tokens visible (ids 0..short-1)."""
+    """The pipeline's induction probe, as means (nats); ``filler`` is implied by the sequences."""
     model.eval()
-    losses = []
-    for i in range(0, len(seqs), batch):
-        x = seqs[i:i + batch]
-        logits, _ = model(x[:, :-1])
-        losses.append(F.cross_entropy(logits.float().transpose(1, 2), x[:, 1:], reduction="none"))
-    losses = torch.cat(losses)  # column j: loss of token j + 1
-    c1 = range(prefix + 1, prefix + span)  # token indices, first token of the copy excluded
-    c2_start = prefix + span + filler
-    c2 = range(c2_start + 1, c2_start + span)
-    out = {"copy1": float(losses[:, [j - 1 for j in c1]].mean()), "copy2": float(losses[:, [j - 1 for j in c2]].mean())}
-    if short:
-        ctx = torch.stack([seqs[:, j - short:j] for j in c2], 1).flatten(0, 1)
-        tgt = torch.stack([seqs[:, j] for j in c2], 1).flatten()
-        out["copy2_short"] = float(last_token_loss(model, ctx, torch.arange(short).expand_as(ctx), tgt, 512, CPU).mean())
+    out = controls.induction_probe(model, seqs, prefix, span, short or 1, batch, CPU)
     model.train()
-    return out
+    return {k: float(v.mean()) for k, v in out.items() if short or k != "copy2_short"}
 
 
 # ----------------------------------------------------------------------------- gain
 def clustered_bootstrap(df, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
-    """Mean benefit and its percentile interval, documents resampled with replacement
-    (statistic: total benefit / total tokens of the resampled documents)."""
-    per = df.groupby("doc")["benefit"].agg(["sum", "count"])
-    sums, counts = per["sum"].to_numpy(), per["count"].to_numpy()
-    rng = np.random.default_rng(seed)
-    w = rng.multinomial(len(per), np.full(len(per), 1 / len(per)), size=n_boot)
-    stats = (w @ sums) / (w @ counts)
-    lo, hi = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
-    return float(sums.sum() / counts.sum()), float(lo), float(hi), len(per)
+    """Mean benefit and its percentile interval, documents resampled with replacement."""
+    mean, lo, hi = cluster_ci(df["benefit"], df["doc"], n_boot=n_boot, seed=seed, level=level)
+    return mean, lo, hi, int(df["doc"].nunique())
 
 
 # ----------------------------------------------------------------------------- training

@@ -86,3 +86,21 @@ def smoke_run(tmp_path_factory):
     snakemake(workdir, "--cores", "2", "all")
     print(f"\nsmoke run of the whole DAG: {time.time() - t0:.0f} s")
     return workdir
+
+
+# `make test` runs the suite on parallel workers (pytest-xdist, --dist loadgroup). Each test
+# file is one group, so a module's fixtures are built once; the tests that share the session's
+# smoke run are one group, so it runs once. The longest groups are handed out first, so the
+# workers finish together.
+LONGEST_FIRST = ("test_paper_config.py", "smoke", "test_slurm.py", "test_runlock.py")
+
+
+def _group(item) -> str:
+    return "smoke" if "smoke_run" in getattr(item, "fixturenames", ()) else item.path.name
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_group(item), len(rank)))

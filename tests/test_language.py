@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from conftest import validated
-from sparselen.language import checks, corpus, data, dependency, tokenizer
-from sparselen.language.bootstrap import bootstrap_ci
+from sparselen.language import analysis, checks, controls, corpus, data, dependency, tokenizer
+from sparselen.language.bootstrap import bootstrap_ci, cluster_ci, weighted_median
 from sparselen.language.evaluate import last_token_loss, subset_loss
 from sparselen.model import GPTNeoX, ModelConfig
 
@@ -64,7 +64,8 @@ def small_language_config(**corpus_cfg):
         "schemes": {"short": ["rope", "pose"], "long": ["rope"]}, "model": {"d_model": 32, "n_head": 2},
         "pose": {"chunks": 2, "target_length": 128}, "train": {"steps": 1, "batch_tokens": 256},
         "eval": {"seed": 0, "length": 128, "windows": 4},
-        "analysis": {"seed": 0, "candidates": 8, "tokens": 4, "min_benefit": 0.1, "k": [1, 2, 4]}})["language"]
+        "analysis": {"seed": 0, "candidates": 8, "tokens": 4, "min_benefit": 0.1, "k": [1, 2, 4],
+                     "planted": {"distances": [8, 32]}, "induction": {"prefix": 4, "span": 16}}})["language"]
 
 
 def corpus_section(**cfg) -> dict:
@@ -80,6 +81,12 @@ def test_config_errors_name_key_and_value(tmp_path):
     assert "language.corpus.paths = []" in errors
     assert "language.analysis.k = [1, 64]" in errors
     assert "language.pose.target_length = 100" in errors
+    cfg = small_language_config()
+    cfg["analysis"]["planted"]["distances"] = [16, 500]
+    cfg["analysis"]["induction"]["span"] = 70
+    errors = "\n".join(checks.config_errors(cfg))
+    assert "language.analysis.planted.distances = [16, 500]" in errors
+    assert "language.analysis.induction: prefix" in errors
 
 
 TEXTS = ["The State of the Union is strong. " * 3, "Congress shall make no law; the union endures.",
@@ -225,3 +232,99 @@ def test_held_out_documents_too_short_fail_at_the_data_step():
     with pytest.raises(ValueError, match=r"language.eval.length = 8192: no held-out document is longer "
                                          r"\(the longest of 2 has 513 tokens\)"):
         check_held_out_lengths(docs, lang)
+
+
+def test_planted_repeat_copies_the_span_at_the_stated_distance():
+    g = torch.Generator().manual_seed(5)
+    docs = [torch.randint(0, 1000, (200,), generator=g) for _ in range(3)]
+    positions = [(0, 60), (1, 150), (2, 99), (0, 199)]
+    ctx, tgt, dist = controls.planted_contexts(docs, positions, long=40, span=6, distances=[3, 20])
+    assert dist.tolist() == [3, 20, 3, 20]
+    for (doc, t), c, y, d in zip(positions, ctx, tgt, dist.tolist()):
+        seq = torch.cat((c, y[None]))
+        assert torch.equal(seq[:35], docs[doc][t - 40:t - 5])  # before the copy: the document as it is
+        assert all(seq[j] == seq[j - d] for j in range(35, 41))  # the copy, periodic when d < span
+        assert int(y) == int(c[40 - d])  # the target is the token at the stated distance
+    with pytest.raises(ValueError, match="distances"):
+        controls.planted_contexts(docs, positions, long=40, span=6, distances=[36])
+
+
+def test_null_far_context_comes_from_another_document():
+    docs = [torch.full((80,), i) + 10 * torch.arange(80) for i in range(4)]  # token % 10 names the document
+    positions = [(0, 50), (1, 79), (3, 64)]
+    ctx, sources = controls.null_contexts(docs, positions, short=8, long=32, g=torch.Generator().manual_seed(0))
+    for (doc, t), c, src in zip(positions, ctx, sources):
+        assert src != doc
+        assert torch.equal(c[24:], docs[doc][t - 8:t])
+        assert (c[:24] % 10 == src).all() and (c[1:24] - c[:23] == 10).all()  # one window of that document
+
+
+class CopyAtDistance(torch.nn.Module):
+    """A toy LM that predicts the token ``distance`` positions before the one it predicts (by
+    position id), and is uniform when that token is not in its input."""
+
+    def __init__(self, vocab: int, distance: int):
+        super().__init__()
+        self.vocab, self.distance = vocab, distance
+        self.lm_head = torch.nn.Identity()
+
+    def hidden_states(self, ids, position_ids, last_only=False):
+        hit = position_ids == position_ids[:, -1:] + 1 - self.distance
+        logits = torch.zeros(len(ids), self.vocab)
+        rows, cols = hit.nonzero(as_tuple=True)
+        logits[rows, ids[rows, cols]] = 20.0
+        return logits[:, None]
+
+
+def test_greedy_recovers_a_planted_dependency_and_the_control_reports_it():
+    g = torch.Generator().manual_seed(6)
+    docs = [torch.randint(0, 50, (120,), generator=g) for _ in range(4)]
+    model = CopyAtDistance(50, distance=20)
+    cfg = {"seed": 0, "batch_size": 64, "k": [1, 2], "min_benefit": 1.0,
+           "planted": {"tokens": 12, "span": 4, "distances": [5, 20]}}
+    screen, deps = analysis.planted_control(model, docs, cfg, short=8, long=32, device=CPU)
+    inside, beyond = screen[screen["distance"] == 5], screen[screen["distance"] == 20]
+    assert not inside["beyond"].any() and not inside["analysed"].any()  # the short window holds the copy
+    assert (beyond["benefit"] > 3).all() and beyond["analysed"].all()
+    assert set(deps["method"]) == {"greedy_planted"} and deps["source_first"].all()
+    assert deps.loc[deps["k"] == 1, "distances"].eq("20").all()
+    assert np.allclose(deps.loc[deps["k"] == 1, "recovered"], 1.0, atol=1e-4)
+
+
+def test_induction_sequences_repeat_the_span_after_another_documents_filler():
+    docs = [torch.full((100,), i) * 1000 + torch.arange(100) for i in range(3)]
+    seqs = controls.induction_sequences(docs, 5, prefix=4, span=6, filler=10, seed=0)
+    assert seqs.shape == (5, 26)
+    assert torch.equal(seqs[:, 4:10], seqs[:, 20:])
+    assert ((seqs[:, 10:20] // 1000) != (seqs[:, :10] // 1000)).all()
+
+
+def test_clustered_interval_is_wider_than_tokens_as_independent():
+    rng = np.random.default_rng(0)
+    doc_effect = rng.normal(size=10)
+    values = np.repeat(doc_effect, 50) + 0.01 * rng.normal(size=500)
+    docs = np.repeat(np.arange(10), 50)
+    _, lo, hi = cluster_ci(values, docs, n_boot=500, seed=0)
+    _, lo_iid, hi_iid = bootstrap_ci(values, np.mean, n_boot=500, seed=0)
+    assert lo <= values.mean() <= hi and hi - lo > 3 * (hi_iid - lo_iid)
+    assert weighted_median(np.array([1.0, 2.0, 3.0]), np.array([[1.0, 1.0, 1.0], [0.0, 0.0, 1.0]])).tolist() == [2, 3]
+
+
+def test_controls_table_pairs_real_and_null_tokens():
+    import pandas as pd
+
+    from sparselen.language import report
+
+    rng = np.random.default_rng(0)
+    tokens = pd.DataFrame({"doc": np.repeat(np.arange(10), 5), "t": np.tile(np.arange(5), 10) + 100})
+    real = tokens.assign(method="greedy", k=1, recovered=rng.uniform(0.4, 1.0, len(tokens)))
+    null = real.assign(method="greedy_null", recovered=real["recovered"] - 0.3).sample(frac=1, random_state=1)
+    screen = tokens.assign(benefit=rng.normal(0.1, 0.01, len(tokens)))
+    planted = pd.DataFrame({"doc": [0, 1], "t": [100, 101], "distance": [16, 64], "beyond": [False, True],
+                            "benefit": [0.0, 1.0]})
+    table = report.controls(screen, planted, pd.concat([real, null]), {"n_boot": 200, "seed": 0})
+    diff = table[table["statistic"] == "greedy k=1: real minus null"].iloc[0]
+    assert diff["value"] == pytest.approx(0.3) and diff["ci_low"] == pytest.approx(0.3)
+    assert diff["ci_high"] == pytest.approx(0.3) and diff["n_docs"] == 10
+    assert set(table["control"]) == {"none", "planted", "null_far_context"}
+    assert "distance 64 (beyond the short window)" in set(table["group"])

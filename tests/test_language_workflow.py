@@ -24,7 +24,7 @@ def test_fig_language_lists_exactly_the_needed_jobs(tmp_path):
 def test_smoke_run_language_outputs(smoke_run):
     lang = smoke_language()
     table = pd.read_csv(smoke_run / "results/language/table.csv")
-    assert set(table["method"]) == {"greedy", *lang["analysis"]["selectors"]}
+    assert set(table["method"]) == {"greedy", *lang["analysis"]["selectors"], "greedy_null", "greedy_planted"}
     assert set(table["k"]) == set(lang["analysis"]["k"])
     assert (table["ci_low"] <= table["median"]).all() and (table["median"] <= table["ci_high"]).all()
     deps = pd.read_csv(smoke_run / "results/language/analysis/seed0/dependency.csv")
@@ -36,6 +36,15 @@ def test_smoke_run_language_outputs(smoke_run):
         (lang["contexts"][size], s) for size in ("short", "long") for s in lang["schemes"][size]}
     pos = pd.read_csv(smoke_run / "results/language/loss_by_position.csv")
     assert pos["bin_high"].max() == lang["eval"]["length"] and pos["bin_low"].min() == 1
+    controls = pd.read_csv(smoke_run / "results/language/controls.csv")
+    assert set(controls["control"]) == {"none", "planted", "null_far_context"}
+    planted = pd.read_csv(smoke_run / "results/language/analysis/seed0/planted.csv")
+    assert set(planted["distance"]) == set(lang["analysis"]["planted"]["distances"])
+    assert (planted["analysed"] == planted["beyond"]).all()  # min_benefit -100: every copy beyond the window
+    induction = pd.read_csv(smoke_run / "results/language/induction.csv")
+    assert len(induction) == len(gen[["context", "scheme"]].drop_duplicates())
+    types = pd.read_csv(smoke_run / "results/language/dependency_types.csv")
+    assert {"target_in_far", "distance_bin", "sparsity"} == set(types["split"])
     for f in ("language_sparsity.png", "language_sparsity.pdf", "language_length.png", "language_length.pdf"):
         assert (smoke_run / "results/figures" / f).stat().st_size > 1000
 

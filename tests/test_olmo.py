@@ -186,9 +186,11 @@ def test_language_steps_run_on_olmo_from_olmo_token_files(tmp_path):
                params={"eval": {"length": 48, "windows": 4, "seed": 0, "batch_size": 2}}))
     assert pd.read_csv(tmp_path / "pos.csv")["mean"].notna().all()
     analysis = {**lang["analysis"], "candidates": 6, "tokens": 3, "min_benefit": -100.0, "k": [1, 2],
-                "batch_size": 64}
+                "batch_size": 64, "planted": {"tokens": 3, "span": 4, "distances": [12]}}
     run(Job.of("language_analyze", input={"model": str(tmp_path / "m.pt"), "tokens": tokens},
-               output={"screen": str(tmp_path / "screen.csv"), "deps": str(tmp_path / "deps.csv")},
+               output={"screen": str(tmp_path / "screen.csv"), "deps": str(tmp_path / "deps.csv"),
+                       "planted": str(tmp_path / "planted.csv")},
                params={"analysis": analysis, "contexts": {"short": 8, "long": 24}}))
     deps = pd.read_csv(tmp_path / "deps.csv")
-    assert set(deps["method"]) == {"greedy", "attention", "saliency", "random"} and deps["L_k"].notna().all()
+    assert set(deps["method"]) == {"greedy", "attention", "saliency", "random", "greedy_null", "greedy_planted"}
+    assert deps["L_k"].notna().all()

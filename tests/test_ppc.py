@@ -133,6 +133,23 @@ def test_config_errors_name_key_and_value():
                for e in checks.config_errors(bad))
 
 
+def test_pointer_copy_config_errors():
+    pc = {"train_sizes": [1, 4], "eval_sizes": [2, 7], "num_keys": 8, "line_length": [3, 3]}
+    p = config(tasks=[*TASKS_CFG, "pointer_copy"], pointer_copy=pc)
+    assert p["pointer_copy"]["alphabet"] == 4  # the schema's default
+    assert checks.config_errors(p) == []
+    bad = copy.deepcopy(p)
+    bad["pointer_copy"]["eval_sizes"] = [2, 9]
+    assert any("ppc.pointer_copy.num_keys = 8" in e for e in checks.config_errors(bad))
+    bad = copy.deepcopy(p)
+    bad["pointer_copy"]["line_length"] = [3, 2]
+    assert any("ppc.pointer_copy.line_length = [3, 2]" in e for e in checks.config_errors(bad))
+    longer = copy.deepcopy(p)
+    longer["pointer_copy"]["line_length"] = [2, 4]  # 7 lines of up to 6 tokens, then "? k"
+    assert any("ppc.max_position_id = 40: ppc.pointer_copy reaches coupled id 43" in e
+               for e in checks.config_errors(longer))
+
+
 def test_steps_end_to_end(tmp_path):
     """Tiny run of every step for one task and every scheme, PoSE and a variant (RoPE at another
     base), each a job as the workflow runs it; the table and figure come out."""

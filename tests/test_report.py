@@ -291,9 +291,12 @@ def test_rendered_report(tmp_path):
 # ----------------------------------------------------------------------------- language and theory
 
 
-def language_tables(benefit=0.5, recovered=0.9, null=0.2, sparse_gain=0.8, dense_gain=0.2, docs=30, per_doc=4):
+def language_tables(benefit=0.5, recovered=0.9, null=0.2, sparse_gain=0.8, dense_gain=0.2, docs=30, per_doc=4,
+                    planted=0.95):
     """Per-token tables of one analysed model: half the tokens sparse (greedy k = 1 recovers
-    ``recovered``), half dense (recovered only at k = 16); a small document-level spread."""
+    ``recovered``), half dense (recovered only at k = 16); a small document-level spread; one
+    planted repeat per token whose copy greedy k <= 2 recovers ``planted`` of (None: no repeat
+    had a benefit)."""
     rng = np.random.default_rng(0)
     screen, deps, transfer = [], [], []
     for d in range(docs):
@@ -307,6 +310,9 @@ def language_tables(benefit=0.5, recovered=0.9, null=0.2, sparse_gain=0.8, dense
                     r = top if (sparse and method == "greedy") or k == 16 else top * 0.3
                     deps.append({"doc": d, "t": t, "method": method, "k": k, "recovered": r + shift,
                                  "L_short": 3.0, "L_long": 3.0 - b})
+            if planted is not None:
+                deps += [{"doc": d, "t": 100 + t, "method": "greedy_planted", "k": k, "recovered": planted + shift,
+                          "L_short": 3.0, "L_long": 2.0} for k in (1, 2)]
             for scheme in ("rope", "pose"):
                 g = (sparse_gain if sparse else dense_gain) * b + shift
                 transfer.append({"doc": d, "t": t, "context": 32, "scheme": scheme, "gain": g})
@@ -322,6 +328,15 @@ def test_language_claims_on_per_token_tables():
     assert verdict(t, "L1") == cl.FAILS  # recovered well below half of the benefit
     t = cl.check(language_tables(recovered=0.9, null=0.9), S)
     assert verdict(t, "L1") == cl.INCONCLUSIVE  # no better than the null control
+
+
+def test_a_failed_positive_control_leaves_greedy_unread():
+    for planted, why in ((0.4, "(needs >= 0.9)"), (None, "0 planted repeats with a long-context benefit")):
+        t = cl.check(language_tables(planted=planted), S)
+        for claim in ("L1", "L2"):
+            assert verdict(t, claim) == cl.INCONCLUSIVE
+            assert "positive control" in head(t, claim)["reason"] and why in head(t, claim)["reason"]
+            assert "copies from beyond the short window" in head(t, claim)["resolve"]
 
 
 def test_no_long_context_benefit_makes_the_language_claims_inconclusive():

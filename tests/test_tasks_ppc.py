@@ -6,7 +6,7 @@ import torch
 
 from sparselen.batch import IGNORE
 from sparselen.rng import generator
-from sparselen.ppc.tasks import addition, copy_repeat, variable_assignment
+from sparselen.ppc.tasks import addition, copy_repeat, pointer_copy, variable_assignment
 from sparselen.ppc.samples import random_offsets, to_batch
 
 SIZES = torch.tensor([1, 2, 3, 5, 8, 13, 7, 4])
@@ -106,7 +106,52 @@ def test_variable_assignment_depth_distribution():
     assert depth.min() > 150  # uniform over 1..3
 
 
-@pytest.mark.parametrize("module", [copy_repeat, addition, variable_assignment])
+def reference_line(prompt):
+    """Read the prompt independently: the queried line's symbols, each with the index in the
+    prompt of the symbol it is, and the index of the ";" that ends the line."""
+    body, query = prompt[:-2], prompt[-2:]
+    assert query[0] == "?" and body[-1] == ";"
+    lines, at = {}, 0
+    while at < len(body):  # lines "k x_1 .. x_m ;"
+        end = body.index(";", at)
+        key, symbols = body[at], body[at + 1:end]
+        assert key.startswith("k") and key not in lines and symbols
+        assert all(len(x) == 1 and x.isalpha() for x in symbols)
+        lines[key] = [(x, at + 1 + i) for i, x in enumerate(symbols)], end
+        at = end + 1
+    return lines[query[1]], len(lines)
+
+
+@pytest.mark.parametrize("line_length", [(3, 3), (2, 5)])
+def test_pointer_copy(line_length):
+    s = pointer_copy.sample(SIZES, generator("t", 8), num_keys=16, alphabet=3, line_length=line_length)
+    widths, queried = [], []
+    for n, (prompt, pid, resp, rid) in zip(SIZES.tolist(), rows(pointer_copy, s)):
+        assert pid == list(range(len(prompt)))
+        assert len(prompt) <= pointer_copy.max_prompt_len(n, line_length)
+        (line, semi), lines = reference_line(prompt)
+        assert lines == n and prompt.count(";") == n
+        assert set(t for t in prompt if len(t) == 1 and t.isalpha()) <= set("abc")
+        assert line_length[0] <= len(line) <= line_length[1]
+        # the response copies the rest of the queried line, its ";" included; each token is
+        # coupled to the token it copies, so the ids run on by 1 from the line's first symbol
+        assert resp == [x for x, _ in line] + [";"]
+        assert rid == [pid[at] for _, at in line] + [pid[semi]]
+        assert rid == list(range(rid[0], rid[0] + len(resp)))
+        widths.append(len(line))
+        queried.append(prompt.index(prompt[-2]))
+    assert len(set(widths)) == line_length[1] - line_length[0] + 1
+    assert len(set(queried)) > 3  # the queried line, hence the first response id, varies
+
+
+def test_pointer_copy_queries_every_line():
+    s = pointer_copy.sample(torch.full((800,), 4), generator("t", 9), line_length=(3, 3))
+    first = s.position_ids[torch.arange(len(s)), s.prompt_len]  # first response id: 1 + 5 * line
+    assert set(first.tolist()) == {1, 6, 11, 16}
+    assert first.bincount()[[1, 6, 11, 16]].min() > 150  # uniform over the 4 lines
+
+
+@pytest.mark.parametrize("module", [copy_repeat, addition, variable_assignment, pointer_copy])
 def test_seeded_and_vectorized(module):
     a = module.sample(SIZES, generator("t", 4))
     b = module.sample(SIZES, generator("t", 4))
@@ -114,11 +159,12 @@ def test_seeded_and_vectorized(module):
     assert torch.equal(a.tokens, b.tokens) and torch.equal(a.position_ids, b.position_ids)
     assert not torch.equal(a.tokens, c.tokens)
     # the prompt grows with the size exactly as the task defines it
-    per_size = {copy_repeat: SIZES + 2, addition: 2 * SIZES + 4, variable_assignment: 4 * SIZES + 3}[module]
+    per_size = {copy_repeat: SIZES + 2, addition: 2 * SIZES + 4, variable_assignment: 4 * SIZES + 3,
+                pointer_copy: 5 * SIZES + 2}[module]
     assert torch.equal(a.prompt_len, per_size)
 
 
-@pytest.mark.parametrize("module", [copy_repeat, addition, variable_assignment])
+@pytest.mark.parametrize("module", [copy_repeat, addition, variable_assignment, pointer_copy])
 def test_batch_alignment_and_offsets(module):
     s = module.sample(SIZES, generator("t", 6))
     off = random_offsets(s, 80, generator("o", 0))
@@ -142,3 +188,7 @@ def test_bad_task_arguments():
         variable_assignment.sample(SIZES, generator("t", 7), num_variables=8)
     with pytest.raises(ValueError, match="value_digits"):
         variable_assignment.sample(SIZES, generator("t", 7), value_digits=(3, 2))
+    with pytest.raises(ValueError, match="num_keys"):
+        pointer_copy.sample(SIZES, generator("t", 7), num_keys=8)
+    with pytest.raises(ValueError, match="line_length"):
+        pointer_copy.sample(SIZES, generator("t", 7), line_length=(3, 2))

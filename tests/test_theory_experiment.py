@@ -11,7 +11,7 @@ import torch
 
 from conftest import smoke_config
 from sparselen.jobs import Job, run
-from sparselen.theory.checks import config_errors
+from sparselen.theory.checks import config_errors, law_gpt
 from sparselen.theory.evaluate import evaluate, sfa_predict
 from sparselen.theory.report import fit_slopes
 from sparselen.theory.sfa import sfa_window, train_sfa
@@ -51,6 +51,16 @@ def test_the_default_config_is_valid_and_bad_values_are_named():
     bad = copy.deepcopy(t)
     bad["task"]["offsets"] = "random"
     assert any(e.startswith("theory.task") and "planted.offsets" in e for e in config_errors(bad))
+
+
+def test_law_train_replaces_steps_and_lr_of_that_law_only():
+    gpt = copy.deepcopy(smoke_config()["theory"]["gpt"])
+    gpt["law_train"] = {"coupled": {"steps": 77, "lr": 0.5}}
+    coupled, local = law_gpt(gpt, "coupled"), law_gpt(gpt, "local")
+    assert coupled["train"]["steps"] == 77 and coupled["train"]["optimizer"]["lr"] == 0.5
+    assert coupled["train"]["optimizer"]["weight_decay"] == gpt["train"]["optimizer"]["weight_decay"]
+    assert local["train"] == gpt["train"] and "law_train" not in local and "k" not in local
+    assert gpt["train"]["steps"] != 77  # the section itself is left as it was
 
 
 def test_coupled_gpt_batches_keep_the_coupling_under_the_random_shifts():

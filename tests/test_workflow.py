@@ -74,6 +74,15 @@ def test_adding_one_K_train_trains_only_that_one(smoke_run, tmp_path):
     assert {w["K"] for rule, w in jobs if rule == "parity_evaluate"} == {"3"}
 
 
+def test_one_laws_training_retrains_only_that_laws_gpt_runs(smoke_run, tmp_path):
+    cfg = smoke_overlay()
+    cfg["theory"]["gpt"]["law_train"] = {"coupled": {"steps": 6}}
+    jobs = dry_run_jobs(smoke_run, "fig_theory", configfile=overlay(tmp_path, cfg))
+    runs = [w for rule, w in jobs if rule == "theory_run_gpt"]
+    assert runs and {w["dist"] for w in runs} == {"coupled"}
+    assert not [w for rule, w in jobs if rule == "theory_run_sfa"]
+
+
 def test_runtime_knobs_rerun_nothing(smoke_run, tmp_path):
     """device, compile and threads are not experiment identity: switching them plans no job."""
     cfg = smoke_overlay() | {"device": "auto", "compile": True, "threads": 2}

@@ -205,6 +205,11 @@ def language_jobs(cfg: dict, runtime: float, chars_per_token: float = 4.3) -> li
         for T in (short, long):
             for rows_ in _chunks(n_tok, B):
                 w.add("forward", 1, shape.forward(rows_, T, "last"), shape)
+        ind = a["induction"]  # the induction probe: full sequences, then copy 2 at the short context
+        for rows_ in _chunks(ind["sequences"], B):
+            w.add("forward", 1, shape.forward(rows_, long - 1), shape)
+        for rows_ in _chunks(ind["sequences"] * (ind["span"] - 1), B):
+            w.add("forward", 1, shape.forward(rows_, short, "last"), shape)
         jobs.append(Job("language", "language_transfer", name, w, 30, None, f"language/transfer/{b}"))
     for seed in lang["seeds"]:
         jobs.append(Job("language", "language_analyze", f"seed={seed}", analysis_work(shape, a, short, long), runtime,
@@ -221,10 +226,17 @@ def analysis_work(shape: Shape, a: dict, short: int, long: int) -> Work:
     w = Work()
     for b in _chunks(a["candidates"], B):  # screen: L_long and L_short of every candidate
         w.add("forward", 2, shape.forward(b, long, "last") + shape.forward(b, short, "last"), shape)
+    pl = a["planted"]
+    for b in _chunks(pl["tokens"], B):  # the positive control's screen
+        w.add("forward", 2, shape.forward(b, long, "last") + shape.forward(b, short, "last"), shape)
+    # greedy on the analysed tokens, again on the null far context, and at most on every planted
+    # repeat beyond the short window
+    beyond = sum(d > short for d in pl["distances"]) / len(pl["distances"])
+    n_greedy = n_tok * (2 if a["null_control"] else 1) + int(pl["tokens"] * beyond)
     for j in range(kmax):  # greedy step j: n_far - j candidates of short + j + 1 tokens, per token
         sizes = _chunks(n_far - j, B)
-        w.add("forward", n_tok * len(sizes), n_tok * sum(shape.forward(b, short + j + 1, "last") for b in sizes),
-              shape)
+        w.add("forward", n_greedy * len(sizes),
+              n_greedy * sum(shape.forward(b, short + j + 1, "last") for b in sizes), shape)
     for name in a["selectors"]:
         chunks = _chunks(n_tok, B)
         if name == "attention":  # a forward pass plus q, k recomputed in every layer
@@ -242,6 +254,7 @@ def analysis_work(shape: Shape, a: dict, short: int, long: int) -> Work:
 
 
 def theory_jobs(cfg: dict, runtime: float) -> list[Job]:
+    from sparselen.theory.checks import law_gpt
     from sparselen.theory.task import eval_lengths, planted_config, valid_lengths
 
     t = cfg["theory"]
@@ -262,7 +275,8 @@ def theory_jobs(cfg: dict, runtime: float) -> list[Job]:
             shape = Shape.of(g["model"], pc.vocab_size)
             lengths = valid_lengths(pc, lo, L)
             for s in t["seeds"]:
-                w = _train_work(shape, g["train"], g["train"]["batch_size"], [n + 1 for n in lengths])
+                train = law_gpt(g, dist)["train"]
+                w = _train_work(shape, train, train["batch_size"], [n + 1 for n in lengths])
                 for n in targets.values():
                     for b in _chunks(ev["n"], ev["batch_size"]):
                         w.add("forward", 1, shape.forward(b, n + 1, "last"), shape)

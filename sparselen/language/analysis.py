@@ -9,6 +9,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from sparselen.language.controls import null_contexts, planted_contexts
 from sparselen.language.data import contexts, sample_positions
 from sparselen.language.dependency import greedy, selector_ranking
 from sparselen.language.evaluate import last_token_loss, subset_loss
@@ -39,35 +40,92 @@ def screen(model, docs, cfg: dict, short: int, long: int, device) -> pd.DataFram
     return df
 
 
+def greedy_rows(model, ctx: torch.Tensor, tgt: torch.Tensor, short: int, ks: list[int], method: str,
+                batch_size: int, device) -> tuple[list[dict], list[list[int]]]:
+    """Greedy L_k rows (keyed by token index ``i``) for each context, and the chosen far
+    indices; ``distances`` lists the chosen tokens' distances from the target in choice order."""
+    long, rows, sets = ctx.shape[1], [], []
+    progress = {"desc": method, "file": sys.stderr, "mininterval": 1.0 if sys.stderr.isatty() else 30.0}
+    for i in tqdm(range(len(ctx)), **progress):
+        chosen, losses = greedy(model, ctx[i], int(tgt[i]), short, max(ks), batch_size, device)
+        sets.append(chosen)
+        for k in ks:
+            rows.append({"i": i, "method": method, "k": k, "L_k": losses[k - 1], "overlap": 1.0,
+                         "distances": " ".join(str(long - c) for c in chosen[:k])})
+    return rows, sets
+
+
+def dependency_type(ctx: torch.Tensor, tgt: torch.Tensor, short: int, sets: list[list[int]]) -> pd.DataFrame:
+    """Per token: whether the target token occurs in the far context (a copy the model could
+    use), and the distance of greedy's first, most influential, far token."""
+    long = ctx.shape[1]
+    in_far = (ctx[:, :long - short] == tgt[:, None]).any(1)
+    return pd.DataFrame({"target_in_far": in_far.numpy(), "top_distance": [long - s[0] for s in sets]})
+
+
 def sparse_dependency(model, docs, screened: pd.DataFrame, cfg: dict, short: int, long: int,
                       device) -> pd.DataFrame:
-    """L_k for k in cfg["k"] by greedy and by each cheap selector, on the analysed tokens.
+    """L_k for k in cfg["k"] by greedy and by each cheap selector, on the analysed tokens; with
+    ``null_control``, greedy again over another document's far context (method greedy_null).
 
     Columns: doc, t, method, k, L_k, L_short, L_long, recovered = (L_short - L_k) /
-    (L_short - L_long), overlap (share of the selector's k tokens that greedy also chose)
-    and, for greedy, the distances t - position of the chosen tokens in choice order."""
+    (L_short - L_long) (the real benefit, also for the null control), overlap (share of the
+    selector's k tokens that greedy also chose), target_in_far, top_distance, far_tokens and,
+    for greedy, the distances of the chosen tokens in choice order."""
     tokens = screened[screened["analysed"]].reset_index(drop=True)
     positions = list(zip(tokens["doc"], tokens["t"]))
     ctx, tgt = contexts(docs, positions, long)
-    ks, kmax = sorted(cfg["k"]), max(cfg["k"])
-    rows, greedy_sets = [], []
-    for i in tqdm(range(len(tokens)), desc="greedy", file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0):
-        chosen, losses = greedy(model, ctx[i], int(tgt[i]), short, kmax, cfg["batch_size"], device)
-        greedy_sets.append(chosen)
-        for k in ks:
-            rows.append({"i": i, "method": "greedy", "k": k, "L_k": losses[k - 1], "overlap": 1.0,
-                         "distances": " ".join(str(long - c) for c in chosen[:k])})
+    ks, bs = sorted(cfg["k"]), cfg["batch_size"]
+    rows, greedy_sets = greedy_rows(model, ctx, tgt, short, ks, "greedy", bs, device)
     for name in cfg["selectors"]:
-        ranking = selector_ranking(name, model, ctx, tgt, short, cfg["batch_size"], device, cfg["seed"])
+        ranking = selector_ranking(name, model, ctx, tgt, short, bs, device, cfg["seed"])
         for k in ks:
-            loss = subset_loss(model, ctx, tgt, ranking[:, :k], short, cfg["batch_size"], device)
+            loss = subset_loss(model, ctx, tgt, ranking[:, :k], short, bs, device)
             for i in range(len(tokens)):
                 overlap = len(set(ranking[i, :k].tolist()) & set(greedy_sets[i][:k])) / k
                 rows.append({"i": i, "method": name, "k": k, "L_k": float(loss[i]), "overlap": overlap,
                              "distances": ""})
-    df = pd.DataFrame(rows).merge(tokens[["doc", "t", "target", "L_short", "L_long"]], left_on="i", right_index=True)
+    if cfg.get("null_control", True):
+        null_ctx, _ = null_contexts(docs, positions, short, long, generator("language-null-control", cfg["seed"]))
+        rows += greedy_rows(model, null_ctx, tgt, short, ks, "greedy_null", bs, device)[0]
+    tokens = tokens.join(dependency_type(ctx, tgt, short, greedy_sets))
+    cols = ["doc", "t", "target", "L_short", "L_long", "target_in_far", "top_distance"]
+    df = pd.DataFrame(rows).merge(tokens[cols], left_on="i", right_index=True)
     df["recovered"] = (df["L_short"] - df["L_k"]) / (df["L_short"] - df["L_long"])
+    df["far_tokens"] = long - short
     return df.drop(columns="i")
+
+
+def planted_control(model, docs, cfg: dict, short: int, long: int, device) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The positive control (``cfg`` = language.analysis; its ``planted`` section): held-out
+    windows with a planted repeat at each distance, screened like real tokens, and greedy on
+    those whose copy lies beyond the short window and whose benefit is >= min_benefit.
+
+    Returns (screen: doc, t, distance, beyond, L_short, L_long, benefit, analysed; dependency
+    rows as ``sparse_dependency``'s, method greedy_planted, with the planted distance and
+    whether greedy's first token is the copy's source)."""
+    p, bs = cfg["planted"], cfg["batch_size"]
+    positions = sample_positions(docs, long, p["tokens"], generator("language-planted", cfg["seed"]))
+    ctx, tgt, dist = planted_contexts(docs, positions, long, p["span"], p["distances"])
+    l_long = last_token_loss(model, ctx, torch.arange(long).expand_as(ctx), tgt, bs, device)
+    l_short = subset_loss(model, ctx, tgt, torch.zeros(len(ctx), 0, dtype=torch.long), short, bs, device)
+    scr = pd.DataFrame({"doc": [d for d, _ in positions], "t": [t for _, t in positions], "target": tgt.numpy(),
+                        "distance": dist.numpy(), "L_short": l_short.numpy(), "L_long": l_long.numpy()})
+    scr["beyond"] = scr["distance"] > short
+    scr["benefit"] = scr["L_short"] - scr["L_long"]
+    scr["analysed"] = scr["beyond"] & (scr["benefit"] >= cfg["min_benefit"])
+    keep = torch.tensor(scr.index[scr["analysed"]].to_numpy())
+    rows, sets = greedy_rows(model, ctx[keep], tgt[keep], short, sorted(cfg["k"]), "greedy_planted", bs, device)
+    if not rows:
+        return scr, pd.DataFrame()
+    tokens = scr.loc[keep.numpy()].reset_index(drop=True)
+    tokens = tokens.join(dependency_type(ctx[keep], tgt[keep], short, sets))
+    tokens["source_first"] = tokens["top_distance"] == tokens["distance"]
+    cols = ["doc", "t", "target", "L_short", "L_long", "target_in_far", "top_distance", "distance", "source_first"]
+    df = pd.DataFrame(rows).merge(tokens[cols], left_on="i", right_index=True)
+    df["recovered"] = (df["L_short"] - df["L_k"]) / (df["L_short"] - df["L_long"])
+    df["far_tokens"] = long - short
+    return scr, df.drop(columns="i")
 
 
 def sparsity_level(deps: pd.DataFrame, fraction: float) -> pd.DataFrame:

@@ -15,6 +15,7 @@ def config_errors(p: dict) -> list[str]:
     a = p["analysis"]
     if max(a["k"]) > long - short:
         out.append(f"language.analysis.k = {a['k']}: k cannot exceed the far context long - short = {long - short}")
+    out += control_errors(a, short, long)
     if p["eval"]["length"] < long:
         out.append(f"language.eval.length = {p['eval']['length']}: must reach the long context ({long})")
     schemes = set(p["schemes"]["short"]) | set(p["schemes"]["long"])
@@ -43,4 +44,18 @@ def config_errors(p: dict) -> list[str]:
         out.append("language.corpus.paths = []: source 'files' needs .txt, .jsonl or .json.gz files or directories")
     elif c["source"] != "files" and c["paths"]:
         out.append(f"language.corpus.paths = {c['paths']}: only read with language.corpus.source = files")
+    return out
+
+
+def control_errors(a: dict, short: int, long: int) -> list[str]:
+    """The planted repeats must fit in the long context, and the induction probe's second copy
+    must be out of the short window's reach."""
+    out, pl, ind = [], a["planted"], a["induction"]
+    top = long + 1 - pl["span"]
+    if any(d > top for d in pl["distances"]):
+        out.append(f"language.analysis.planted.distances = {pl['distances']}: at most long + 1 - span = {top}")
+    filler = long - ind["prefix"] - 2 * ind["span"]
+    if filler < 1 or ind["span"] + filler <= short:
+        out.append(f"language.analysis.induction: prefix {ind['prefix']} + 2 x span {ind['span']} must leave filler in "
+                   f"the long context ({long}) with span + filler > the short context ({short})")
     return out

@@ -15,7 +15,7 @@ from sparselen.architectures import model_config
 from sparselen import distributed
 from sparselen.distributed import DataParallel
 from sparselen.jobs import runtime
-from sparselen.language import analysis, corpus as corpora, data, report, tokenizer as tokenizers
+from sparselen.language import analysis, controls, corpus as corpora, data, report, tokenizer as tokenizers
 from sparselen.language import token_files as token_file_format
 from sparselen.language.evaluate import loss_by_position as losses_by_position
 from sparselen.language.evaluate import position_bins
@@ -145,8 +145,13 @@ def analyze(job) -> None:
         raise ValueError(f"only {n} of {len(screened)} screened tokens have L_short - L_long >= "
                          f"language.analysis.min_benefit = {a['min_benefit']}; lower it or raise candidates")
     deps = analysis.sparse_dependency(model, docs, screened, a, short, long, dev)
-    deps["seed"] = prov["seed"]
+    planted, planted_deps = analysis.planted_control(model, docs, a, short, long, dev)
+    log.info("planted control: %d of %d repeats beyond the short window have benefit >= %s",
+             int(planted["analysed"].sum()), int(planted["beyond"].sum()), a["min_benefit"])
+    deps = pd.concat([deps, planted_deps], ignore_index=True)
+    planted["seed"] = deps["seed"] = prov["seed"]
     deps["config_hash"] = prov["config_hash"]
+    io.write_csv(planted, job.output.planted)
     io.write_csv(deps, job.output.deps)
 
 
@@ -165,11 +170,28 @@ def transfer(job) -> None:
                        "loss_short": losses[short].numpy(), "loss_long": losses[long].numpy()})
     df["gain"] = df["loss_short"] - df["loss_long"]
     io.write_csv(df, job.output.losses)
+    io.write_csv(induction(model, docs, job.params.induction, short, long, job.params.batch_size, dev, prov),
+                 job.output.induction)
+
+
+def induction(model, docs, cfg: dict, short: int, long: int, batch_size: int, device, prov: dict) -> pd.DataFrame:
+    """The induction probe (``cfg`` = language.analysis.induction), one row per sequence: a
+    span repeated with the second copy beyond the short window, filling the long context."""
+    filler = long - cfg["prefix"] - 2 * cfg["span"]
+    if cfg["span"] + filler <= short:
+        raise ValueError(f"language.analysis.induction: span {cfg['span']} + filler {filler} must exceed the "
+                         f"short context {short}, so that the second copy cannot see the first in it")
+    seqs = controls.induction_sequences(docs, cfg["sequences"], cfg["prefix"], cfg["span"], filler, cfg["seed"])
+    probe = controls.induction_probe(model, seqs, cfg["prefix"], cfg["span"], short, batch_size, device)
+    df = pd.DataFrame({k: v.numpy() for k, v in probe.items()})
+    df["sequence"] = np.arange(len(df))
+    df["context"], df["scheme"], df["seed"] = prov["run"]["context"], prov["run"]["scheme"], prov["seed"]
+    return df
 
 
 def tables(job) -> None:
     i = job.input
-    report.tables(job.params.analysis, i.deps, i.transfer, i.position, job.output)
+    report.tables(job.params.analysis, i.deps, i.transfer, i.position, job.output, i.screen, i.planted, i.induction)
 
 
 def figures(job) -> None:

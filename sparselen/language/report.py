@@ -8,16 +8,34 @@ import pandas as pd
 
 from sparselen import io
 from sparselen.language import analysis
-from sparselen.language.bootstrap import bootstrap_ci
+from sparselen.language.bootstrap import bootstrap_ci, cluster_ci, cluster_weights, weighted_mean, weighted_median
 from sparselen.provenance import provenance
+from sparselen.report.claims import SPARSE_K, SPARSE_SHARE
 from sparselen.stats import t_interval
 from sparselen.tables import read_tables, runs_provenance, write_table
 
 
-def tables(cfg: dict, deps_csvs, transfer_csvs, position_csvs, out) -> None:
+def tables(cfg: dict, deps_csvs, transfer_csvs, position_csvs, out, screen_csvs=(), planted_csvs=(),
+           induction_csvs=()) -> None:
     """``cfg`` = language.analysis; ``out`` has the output paths table_csv, table_md,
-    generalization_csv, generalization_md, position_csv."""
+    generalization_csv, generalization_md, position_csv and, with the screen, planted and
+    induction CSVs, controls_csv/md, induction_csv/md and dependency_types_csv/md."""
     deps, transfer = read_tables(deps_csvs), read_tables(transfer_csvs)
+    boot = {"n_boot": cfg["bootstrap"], "seed": cfg["seed"]}
+    if screen_csvs:
+        prov = runs_provenance(deps)
+        write_table(controls(read_tables(screen_csvs), read_tables(planted_csvs), deps, boot), out.controls_csv,
+                    out.controls_md, "Natural language: the long-context benefit on random held-out tokens, the "
+                    "positive control (planted repeats) and the null control for greedy (another document's far "
+                    "context); means and medians with 95% bootstrap intervals clustered by document", prov)
+        write_table(induction_table(read_tables(induction_csvs), boot), out.induction_csv, out.induction_md,
+                    "Natural language: induction probe, mean loss on the second copy of a span repeated beyond the "
+                    "short window against the first copy (copy1 - copy2 > 0: the model copies from far context)",
+                    prov)
+        write_table(dependency_types(deps, transfer, boot), out.dependency_types_csv, out.dependency_types_md,
+                    "Natural language: analysed tokens by dependency type; recovered by greedy k = 1, 2 (median) and "
+                    "each model's long-context gain normalised by the reference's benefit (mean), 95% bootstrap "
+                    "intervals clustered by document", prov)
     boot = {"n_boot": cfg["bootstrap"], "seed": cfg["seed"]}
     rows = []
     for (method, k), g in deps.groupby(["method", "k"], sort=False):
@@ -29,7 +47,8 @@ def tables(cfg: dict, deps_csvs, transfer_csvs, position_csvs, out) -> None:
     prov = runs_provenance(deps)
     write_table(pd.DataFrame(rows), out.table_csv, out.table_md,
                 "Natural language: fraction of the long-context benefit recovered by k distant tokens "
-                "(median over analysed tokens, 95% bootstrap interval)", prov)
+                "(median over analysed tokens, 95% bootstrap interval); greedy_null and greedy_planted are "
+                "controls (another document's far context; planted repeats)", prov)
 
     levels = []
     for seed, g in deps.groupby("seed"):
@@ -63,6 +82,118 @@ def tables(cfg: dict, deps_csvs, transfer_csvs, position_csvs, out) -> None:
     io.write_csv(pd.DataFrame(rows), out.position_csv)
 
 
+def controls(screen: pd.DataFrame, planted: pd.DataFrame, deps: pd.DataFrame, boot: dict) -> pd.DataFrame:
+    """Long format (control: none, planted or null_far_context; group, statistic, value, ci_low,
+    ci_high, n_tokens, n_docs): the mean benefit on random tokens; per planted distance the
+    mean benefit and, beyond the short window, greedy's median recovered and how often its
+    first token is the copy's source; per k the median recovered by greedy on the real and on
+    the null far context, and their difference (same tokens, same resamples)."""
+    rows = []
+
+    def add(control, group, statistic, values, docs, stat=weighted_mean):
+        v, lo, hi = cluster_ci(values, docs, stat, **boot)
+        rows.append({"control": control, "group": group, "statistic": statistic, "value": v, "ci_low": lo,
+                     "ci_high": hi, "n_tokens": len(values), "n_docs": int(pd.Series(docs).nunique())})
+
+    add("none", "random held-out tokens", "mean L_short - L_long", screen["benefit"], screen["doc"])
+    for d, g in planted.groupby("distance"):
+        where = "beyond" if bool(g["beyond"].iloc[0]) else "inside"
+        add("planted", f"distance {d} ({where} the short window)", "mean L_short - L_long", g["benefit"], g["doc"])
+    pl = deps[deps["method"] == "greedy_planted"]
+    for (d, k), g in pl.groupby(["distance", "k"]) if len(pl) else ():
+        add("planted", f"distance {int(d)}", f"greedy k={k}: median recovered", g["recovered"], g["doc"],
+            weighted_median)
+    for d, g in pl[pl["k"] == pl["k"].min()].groupby("distance") if len(pl) else ():
+        add("planted", f"distance {int(d)}", "greedy's first token is the source", g["source_first"].astype(float),
+            g["doc"])
+    real, null = deps[deps["method"] == "greedy"], deps[deps["method"] == "greedy_null"]
+    for k, g in real.groupby("k"):
+        add("none", "analysed tokens", f"greedy k={k}: median recovered", g["recovered"], g["doc"], weighted_median)
+        n = null[null["k"] == k]
+        if n.empty:
+            continue
+        add("null_far_context", "analysed tokens", f"greedy k={k}: median recovered", n["recovered"], n["doc"],
+            weighted_median)
+        rows.append(paired_difference(g, n, k, boot))
+    return pd.DataFrame(rows)
+
+
+def paired_difference(real: pd.DataFrame, null: pd.DataFrame, k: int, boot: dict) -> dict:
+    """Median recovered on the real minus the null far context, the two on the same tokens and
+    resampled together by document."""
+    null = null.set_index(["doc", "t"]).loc[list(zip(real["doc"], real["t"]))]
+    x, y = real["recovered"].to_numpy(float), null["recovered"].to_numpy(float)
+    w = cluster_weights(real["doc"], boot["n_boot"], boot["seed"])
+    diff = weighted_median(x, w) - weighted_median(y, w)
+    lo, hi = np.quantile(diff, [0.025, 0.975])
+    return {"control": "null_far_context", "group": "analysed tokens", "statistic": f"greedy k={k}: real minus null",
+            "value": float(np.median(x) - np.median(y)), "ci_low": float(lo), "ci_high": float(hi),
+            "n_tokens": len(x), "n_docs": int(real["doc"].nunique())}
+
+
+def induction_table(induction: pd.DataFrame, boot: dict) -> pd.DataFrame:
+    """Per model: mean loss on each copy, copy2 with only the short window, and copy1 - copy2
+    (the gain from having seen the span), sequences resampled."""
+    rows = []
+    for (ctx, scheme), g in induction.groupby(["context", "scheme"], sort=True):
+        gain, lo, hi = bootstrap_ci(g["copy1"] - g["copy2"], np.mean, **boot)
+        rows.append({"context": ctx, "scheme": scheme, "sequences": len(g), "copy1": float(g["copy1"].mean()),
+                     "copy2": float(g["copy2"].mean()), "copy2_short": float(g["copy2_short"].mean()),
+                     "copy1_minus_copy2": gain, "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(rows)
+
+
+def dependency_types(deps: pd.DataFrame, transfer: pd.DataFrame, boot: dict) -> pd.DataFrame:
+    """Analysed tokens split by whether the target occurs in the far context, by the distance of
+    greedy's first token (in octaves of the short window) and by sparsity (greedy k <= SPARSE_K
+    recovers SPARSE_SHARE); per group and model the mean normalised gain; per model also the
+    sparse minus dense difference."""
+    g = deps[deps["method"] == "greedy"]
+    tok = g.groupby(["doc", "t", "seed"]).first()[["L_short", "L_long", "target_in_far", "top_distance",
+                                                   "far_tokens"]].reset_index()
+    tok["benefit"] = tok["L_short"] - tok["L_long"]
+    short = int(transfer["context"].min())
+    tok["distance_bin"] = [f"{short * 2 ** int(np.log2(d / short))}-{short * 2 ** (int(np.log2(d / short)) + 1) - 1}"
+                           for d in tok["top_distance"]]
+    sparse = g[g["k"] <= SPARSE_K].groupby(["doc", "t", "seed"])["recovered"].max().ge(SPARSE_SHARE)
+    tok = tok.merge(sparse.rename("sparse").reset_index(), on=["doc", "t", "seed"])
+    rec = {k: g[g["k"] == k].set_index(["doc", "t", "seed"])["recovered"] for k in (1, 2) if k in set(g["k"])}
+    for k, r in rec.items():
+        tok = tok.merge(r.rename(f"recovered_k{k}").reset_index(), on=["doc", "t", "seed"])
+    tok["sparsity"] = np.where(tok["sparse"], f"sparse (k <= {SPARSE_K})", "dense")
+    tok["target_in_far"] = np.where(tok["target_in_far"], "target in far context", "target not in far context")
+    runs = transfer.merge(tok[["doc", "t", "seed", "benefit"]], on=["doc", "t", "seed"])
+    runs["normalised_gain"] = runs["gain"] / runs["benefit"]
+    rows = []
+    for split in ("target_in_far", "distance_bin", "sparsity"):
+        for group, t in tok.groupby(split, sort=True):
+            row = {"split": split, "group": group, "n_tokens": len(t), "n_docs": t["doc"].nunique(),
+                   "mean_benefit": float(t["benefit"].mean())}
+            for k in rec:
+                row[f"recovered_k{k}"] = cluster_ci(t[f"recovered_k{k}"], t["doc"], weighted_median, **boot)[0]
+            members = t[["doc", "t", "seed"]]
+            for (ctx, scheme), run in runs.groupby(["context", "scheme"], sort=True):
+                r = run.merge(members)
+                mean, lo, hi = cluster_ci(r["normalised_gain"], r["doc"], weighted_mean, **boot)
+                rows.append({**row, "context": ctx, "scheme": scheme, "normalised_gain": mean, "ci_low": lo,
+                             "ci_high": hi})
+    for (ctx, scheme), run in runs.groupby(["context", "scheme"], sort=True):
+        rows.append(sparse_minus_dense(run.merge(tok[["doc", "t", "seed", "sparse"]]), ctx, scheme, boot))
+    return pd.DataFrame(rows)
+
+
+def sparse_minus_dense(run: pd.DataFrame, ctx: int, scheme: str, boot: dict) -> dict:
+    """One model's mean normalised gain on sparse minus dense tokens, documents resampled."""
+    x, s = run["normalised_gain"].to_numpy(float), run["sparse"].to_numpy(bool)
+    w = cluster_weights(run["doc"], boot["n_boot"], boot["seed"])
+    diff = weighted_mean(x, w * s) - weighted_mean(x, w * ~s)
+    diff = diff[np.isfinite(diff)]
+    lo, hi = np.quantile(diff, [0.025, 0.975]) if len(diff) else (np.nan, np.nan)
+    point = float(x[s].mean() - x[~s].mean()) if s.any() and (~s).any() else float("nan")
+    return {"split": "sparsity", "group": "sparse minus dense", "n_tokens": len(x), "n_docs": run["doc"].nunique(),
+            "context": ctx, "scheme": scheme, "normalised_gain": point, "ci_low": float(lo), "ci_high": float(hi)}
+
+
 def figures(short: int, long: int, min_benefit: float, table_csv, generalization_csv, position_csv, screen_csvs,
             out) -> None:
     """Both figures; ``out`` has the output paths sparsity_png/pdf and length_png/pdf."""
@@ -75,7 +206,10 @@ def figures(short: int, long: int, min_benefit: float, table_csv, generalization
     fig = length_figure(pd.read_csv(position_csv), gen[gen["sparsity"] != "all"], short, long)
     save_figure(fig, out.length_png, out.length_pdf, prov)
 
-COLORS = {"greedy": "C0", "attention": "C1", "saliency": "C2", "random": "0.5"}
+COLORS = {"greedy": "C0", "attention": "C1", "saliency": "C2", "random": "0.5", "greedy_null": "C3",
+          "greedy_planted": "C4"}
+LABELS = {"greedy_null": "control: greedy, null (other document's far context)",
+          "greedy_planted": "control: greedy, planted repeats"}
 
 
 def sparsity_figure(table: pd.DataFrame, screened: pd.DataFrame, min_benefit: float, short: int, long: int):
@@ -84,7 +218,8 @@ def sparsity_figure(table: pd.DataFrame, screened: pd.DataFrame, min_benefit: fl
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
     for method, g in table.groupby("method", sort=False):
         g = g.sort_values("k")
-        a.plot(g["k"], g["median"], "o-", color=COLORS.get(method), label=method, ms=4)
+        a.plot(g["k"], g["median"], "o--" if method in LABELS else "o-", color=COLORS.get(method),
+               label=LABELS.get(method, method), ms=4)
         a.fill_between(g["k"], g["ci_low"], g["ci_high"], color=COLORS.get(method), alpha=0.2, lw=0)
     a.set_xscale("log", base=2)
     ks = sorted(table["k"].unique())

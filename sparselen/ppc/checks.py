@@ -24,6 +24,15 @@ def run_model(p: dict, task_cfg: dict, name: str) -> dict:
     return {**task_model(p["model"], task_cfg), **p.get("variants", {}).get(name, {}).get("model", {})}
 
 
+# Per task: the key that must cover the largest size (and why), and a [fewest, most] range key.
+SIZED_KEYS = {
+    "variable_assignment": ("num_variables", "programs of {n} lines need at least {n} distinct variables",
+                            "value_digits", "fewest digits"),
+    "pointer_copy": ("num_keys", "prompts of {n} lines need at least {n} distinct keys", "line_length",
+                     "fewest symbols"),
+}
+
+
 def config_errors(p: dict) -> list[str]:
     out = []
     variants = p.get("variants", {})
@@ -50,13 +59,12 @@ def config_errors(p: dict) -> list[str]:
         if lo > hi:
             out.append(f"ppc.{task}.train_sizes = {[lo, hi]}: the first (smallest) size exceeds the second")
         largest = max(hi, max(t["eval_sizes"]))
-        if task == "variable_assignment":
-            if largest > t["num_variables"]:
-                out.append(f"ppc.variable_assignment.num_variables = {t['num_variables']}: programs of "
-                           f"{largest} lines need at least {largest} distinct variables")
-            if t["value_digits"][0] > t["value_digits"][1]:
-                out.append(f"ppc.variable_assignment.value_digits = {t['value_digits']}: the first (fewest digits) "
-                           f"exceeds the second")
+        if task in SIZED_KEYS:
+            count, need, span, fewest = SIZED_KEYS[task]
+            if largest > t[count]:
+                out.append(f"ppc.{task}.{count} = {t[count]}: {need.format(n=largest)}")
+            if t[span][0] > t[span][1]:
+                out.append(f"ppc.{task}.{span} = {t[span]}: the first ({fewest}) exceeds the second")
                 continue
         top = TASKS[task].max_coupled_id(largest, **sampler_params(t))
         if top > p["max_position_id"]:

@@ -206,3 +206,11 @@ def ppc_pose(wildcards):
 
     ppc = config["ppc"]
     return ppc.get("pose") if run_scheme(ppc, wildcards.scheme) == "pose" else None
+
+
+def theory_gpt(wildcards):
+    """theory.gpt as the run's law sees it (law_train applied): a change to one law's
+    training retrains that law's runs only."""
+    from sparselen.theory.checks import law_gpt
+
+    return law_gpt(config["theory"]["gpt"], wildcards.dist)

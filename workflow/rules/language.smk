@@ -167,6 +167,7 @@ rule language_analyze:
     output:
         screen=f"{LANG_ANALYSIS}/screen.csv",
         deps=f"{LANG_ANALYSIS}/dependency.csv",
+        planted=f"{LANG_ANALYSIS}/planted.csv",
     log:
         "logs/language/analyze/seed{seed}.log",
     benchmark:
@@ -191,6 +192,7 @@ rule language_transfer:
         screen=f"{LANG_ANALYSIS}/screen.csv",
     output:
         losses=f"{LANG_RUN}/analysed_token_losses.csv",
+        induction=f"{LANG_RUN}/induction.csv",
     log:
         "logs/language/transfer/ctx{ctx}_{scheme}_seed{seed}.log",
     benchmark:
@@ -203,6 +205,7 @@ rule language_transfer:
     params:
         contexts=LANG_CTX,
         batch_size=LANG["analysis"]["batch_size"],
+        induction=LANG["analysis"]["induction"],
     script:
         JOB
 
@@ -212,12 +215,21 @@ rule language_tables:
         deps=expand(f"{LANG_ANALYSIS}/dependency.csv", seed=training_seeds(LANG)),
         transfer=[f"{run}/analysed_token_losses.csv" for run in LANG_RUNS],
         position=[f"{run}/loss_by_position.csv" for run in LANG_RUNS],
+        screen=expand(f"{LANG_ANALYSIS}/screen.csv", seed=training_seeds(LANG)),
+        planted=expand(f"{LANG_ANALYSIS}/planted.csv", seed=training_seeds(LANG)),
+        induction=[f"{run}/induction.csv" for run in LANG_RUNS],
     output:
         table_csv=f"{LANG_DIR}/table.csv",
         table_md=f"{LANG_DIR}/table.md",
         generalization_csv=f"{LANG_DIR}/generalization.csv",
         generalization_md=f"{LANG_DIR}/generalization.md",
         position_csv=f"{LANG_DIR}/loss_by_position.csv",
+        controls_csv=f"{LANG_DIR}/controls.csv",
+        controls_md=f"{LANG_DIR}/controls.md",
+        induction_csv=f"{LANG_DIR}/induction.csv",
+        induction_md=f"{LANG_DIR}/induction.md",
+        dependency_types_csv=f"{LANG_DIR}/dependency_types.csv",
+        dependency_types_md=f"{LANG_DIR}/dependency_types.md",
     log:
         "logs/language/tables.log",
     benchmark:

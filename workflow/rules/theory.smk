@@ -39,7 +39,7 @@ rule theory_run_gpt:
         **job_resources(runtime=60),
     params:
         **THEORY_SHARED,
-        gpt={key: v for key, v in THEORY["gpt"].items() if key != "k"},
+        gpt=theory_gpt,
         checkpoint=f"{THEORY_GPT_RUN}/checkpoint.pt",
     script:
         JOB

@@ -3,9 +3,10 @@ IDS_DEPEND_ON_INPUT (whether plain coupling needs an oracle for the response's i
 ``sample(sizes, g, **params) -> Samples`` and ``max_coupled_id(size, **params)``; a new task
 is one module, its schema block and a line here."""
 
-from sparselen.ppc.tasks import addition, copy_repeat, variable_assignment
+from sparselen.ppc.tasks import addition, copy_repeat, pointer_copy, variable_assignment
 
-TASKS = {"copy_repeat": copy_repeat, "variable_assignment": variable_assignment, "addition": addition}
+TASKS = {"copy_repeat": copy_repeat, "variable_assignment": variable_assignment, "addition": addition,
+         "pointer_copy": pointer_copy}
 # Keys of a task's config section that configure the run, not the sampler.
 RUN_KEYS = ("train_sizes", "eval_sizes", "steps", "model")
 
