@@ -64,10 +64,10 @@ class Profile:
 # Non-model work, in units a profile prices (seconds per unit): defaults measured on the
 # 2-core development machine (benchmarks/calibrate.py); a calibration replaces them.
 UNITS = {
-    "aggregate_job": 3.0,  # a table/figure/report job beyond job_s (pandas, matplotlib, scipy)
-    "model_job": 3.0,  # a training/evaluation job beyond job_s (trainer, model files, provenance)
-    "bpe_char": 2.0e-7,  # BPE training, single-threaded, per character of the training split
-    "encode_char": 1.5e-7,  # tokenizing, per character
+    "aggregate_job": 0.93,  # a table/figure/report job beyond job_s (pandas, matplotlib, scipy)
+    "model_job": 1.6,  # a training/evaluation job beyond job_s (trainer, model files, provenance)
+    "bpe_char": 1.9e-7,  # BPE training, single-threaded, per character of the training split
+    "encode_char": 4.1e-7,  # tokenizing, per character
     "read_char": 2.0e-8,  # reading and splitting the corpus, per character
     "sample": 2.0e-6,  # drawing one evaluation/training sample with a task sampler
 }
@@ -97,11 +97,11 @@ def gpu_profile(name: str, utilization: float = 0.4, compile: bool = True, cpu: 
         source=g.source + f"; utilization {utilization:g} and overheads assumed (sparselen.estimate.profiles.gpu_profile)")
 
 
-# The CPU of the machine this project was developed on (2 cores, one torch thread per job),
-# fitted by ``calibrate`` (benchmarks/calibrate.py, 2026-11-23); ``--cpu-profile`` replaces it.
-CPU_DEFAULT = Profile(name="cpu-1-thread (dev machine)", device="cpu", peak_flops=60e9, utilization=1.0,
-                      width_half=128.0, step_s=2e-3, step_layer_s=2e-3, call_s=4e-4, call_layer_s=3e-4,
-                      job_s=3.0, units=dict(UNITS), source="defaults; run benchmarks/calibrate.py")
+# The CPU of the machine this project was developed on (2 cores, one torch thread per job, no
+# other load), fitted by ``calibrate`` (benchmarks/calibrate.py); ``--cpu-profile`` replaces it.
+CPU_DEFAULT = Profile(name="cpu-1-thread (dev machine)", device="cpu", peak_flops=84e9, utilization=1.0,
+                      width_half=96.0, step_s=3.2e-3, step_layer_s=5.3e-4, call_s=0.0, call_layer_s=2.9e-4,
+                      job_s=2.3, units=dict(UNITS), source="benchmarks/calibrate.py on the development machine")
 
 
 def load_profile(path) -> Profile:
