@@ -330,10 +330,15 @@ def report_jobs(cfg: dict) -> list[Job]:
     claims, the ledger and the rendered report."""
     from sparselen.config import SLICES
 
+    from sparselen.report.claims import STABILITY_BOOT, STABILITY_REPLICATES
+
     jobs = [Job("report", "report_hyperparams", s, Work(model_job=False).unit("aggregate_job", 1), 30, "aggregate",
                 f"report/hyperparams/{s}") for s in SLICES if s in cfg]
-    return jobs + [Job("report", f"report_{r}", "", Work(model_job=False).unit("aggregate_job", 1), 30, "aggregate",
-                       f"report/{r}") for r in ("claims", "ledger", "render")]
+    replicates = cfg["report"]["bootstrap"] + STABILITY_REPLICATES * STABILITY_BOOT
+    claims = Work(model_job=False).unit("aggregate_job", 1).unit("claims_replicate", replicates)
+    return jobs + [Job("report", "report_claims", "", claims, 30, "aggregate", "report/claims")] + [
+        Job("report", f"report_{r}", "", Work(model_job=False).unit("aggregate_job", 1), 30, "aggregate",
+            f"report/{r}") for r in ("ledger", "render")]
 
 
 def plan(config: dict) -> list[Job]:

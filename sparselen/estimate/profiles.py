@@ -70,6 +70,7 @@ UNITS = {
     "encode_char": 4.1e-7,  # tokenizing, per character
     "read_char": 2.0e-8,  # reading and splitting the corpus, per character
     "sample": 2.0e-6,  # drawing one evaluation/training sample with a task sampler
+    "claims_replicate": 5.0e-4,  # the claims job, per bootstrap replicate (every claim, stability included)
 }
 
 
