@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sparselen.report.claims import weighted_mean, weighted_median  # noqa: F401 (re-exported)
+from sparselen.report.claims import ClusterBootstrap, Settings, weighted_mean, weighted_median  # noqa: F401 (re-exported)
 
 
 def bootstrap_ci(values, stat=np.median, n_boot: int = 2000, seed: int = 0,
@@ -26,10 +26,8 @@ def bootstrap_ci(values, stat=np.median, n_boot: int = 2000, seed: int = 0,
 
 def cluster_weights(clusters, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, n) weight of each row in each resample of the clusters (documents drawn with
-    replacement): a row counts as often as its cluster was drawn."""
-    labels, inverse = np.unique(np.asarray(clusters), return_inverse=True)
-    counts = np.random.default_rng(seed).multinomial(len(labels), np.full(len(labels), 1 / len(labels)), n_boot)
-    return counts[:, inverse].astype(float)
+    replacement): the claims' ``ClusterBootstrap``, so tables and claims resample alike."""
+    return ClusterBootstrap(clusters, Settings(n_boot=n_boot, seed=seed), "language-table").weights(clusters)
 
 
 def cluster_ci(values, clusters, stat=weighted_mean, n_boot: int = 2000, seed: int = 0,
@@ -39,10 +37,6 @@ def cluster_ci(values, clusters, stat=weighted_mean, n_boot: int = 2000, seed: i
     v = np.asarray(values, dtype=float)
     if len(v) == 0:
         return float("nan"), float("nan"), float("nan")
-    point = float(stat(v, np.ones((1, len(v))))[0])
-    if len(np.unique(np.asarray(clusters))) < 2:
-        return point, float("nan"), float("nan")
-    boot = stat(v, cluster_weights(clusters, n_boot, seed))
-    boot = boot[np.isfinite(boot)]
-    lo, hi = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2])
-    return point, float(lo), float(hi)
+    s = Settings(n_boot=n_boot, seed=seed, level=level)
+    boot = ClusterBootstrap(clusters, s, "language-table")
+    return boot.interval(float(stat(v, np.ones((1, len(v))))[0]), stat(v, boot.weights(clusters)))
