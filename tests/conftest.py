@@ -99,8 +99,17 @@ def _group(item) -> str:
     return "smoke" if "smoke_run" in getattr(item, "fixturenames", ()) else item.path.name
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
         item.add_marker(pytest.mark.xdist_group(_group(item)))
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(_group(item), len(rank)))
+
+
+def pytest_configure(config):
+    """Refuse --dist loadgroup where it does not group (pytest >= 9.2, pyproject.toml): the
+    smoke run would then run once on every worker."""
+    if getattr(config.option, "dist", "no") == "loadgroup" and tuple(map(int, pytest.__version__.split(".")[:2])) >= (9, 2):
+        raise pytest.UsageError(f"pytest {pytest.__version__}: pytest-xdist's --dist loadgroup does not group tests "
+                                "with it; pyproject.toml pins pytest < 9.2 (`make clean-venv test`)")

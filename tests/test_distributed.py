@@ -45,7 +45,7 @@ def job_spec(out, tokens, processes=1, strategy="auto") -> dict:
             "wildcards": {"ctx": 32, "scheme": "pose", "seed": 0},
             "output": {"model": str(out / "model.pt"), "log_csv": str(out / "log.csv"),
                        "summary": str(out / "summary.json")},
-            "params": {"model": MODEL, "pose": {"chunks": 2, "target_length": 256}, "train": TRAIN,
+            "params": {"model": MODEL, "scheme": "pose", "pose": {"chunks": 2, "target_length": 256}, "train": TRAIN,
                        "checkpoint": str(out / "ckpt.pt")},
             "config": {"device": "cpu", "compile": False, "threads": 1,
                        "language": {"parallel": {"processes": processes, "strategy": strategy}}}}

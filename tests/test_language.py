@@ -87,6 +87,13 @@ def test_config_errors_name_key_and_value(tmp_path):
     errors = "\n".join(checks.config_errors(cfg))
     assert "language.analysis.planted.distances = [16, 500]" in errors
     assert "language.analysis.induction: prefix" in errors
+    cfg = small_language_config()
+    cfg["schemes"]["long"] = ["rope", "rope_wide", "big"]
+    cfg["variants"] = {"rope_wide": {"scheme": "rope", "model": {"d_model": 33}}, "pose": {"scheme": "rope"}}
+    errors = "\n".join(checks.config_errors(cfg))
+    assert "language.schemes lists 'big'" in errors
+    assert "language.variants.pose: a variant cannot take the name" in errors
+    assert "language.variants.rope_wide.model" in errors and "33" in errors  # 33 does not split into 2 heads
 
 
 TEXTS = ["The State of the Union is strong. " * 3, "Congress shall make no law; the union endures.",

@@ -43,6 +43,11 @@ def test_smoke_run_language_outputs(smoke_run):
     assert (planted["analysed"] == planted["beyond"]).all()  # min_benefit -100: every copy beyond the window
     induction = pd.read_csv(smoke_run / "results/language/induction.csv")
     assert len(induction) == len(gen[["context", "scheme"]].drop_duplicates())
+    # the scale sweep: every long-context run (the reference and its smaller variant), smallest first
+    scale = pd.read_csv(smoke_run / "results/language/model_scale.csv")
+    assert list(scale["scheme"]) == lang["schemes"]["long"][::-1]
+    assert scale["parameters"].is_monotonic_increasing and scale["tokens"].eq(lang["analysis"]["candidates"]).all()
+    assert (scale["gain_low"] <= scale["gain"]).all() and scale["copy1_minus_copy2"].notna().all()
     types = pd.read_csv(smoke_run / "results/language/dependency_types.csv")
     assert {"target_in_far", "distance_bin", "sparsity"} == set(types["split"])
     for f in ("language_sparsity.png", "language_sparsity.pdf", "language_length.png", "language_length.pdf"):

@@ -178,7 +178,7 @@ def test_language_steps_run_on_olmo_from_olmo_token_files(tmp_path):
     run(Job.of("language_train", input={"tokens": tokens}, wildcards={"ctx": 24, "scheme": "pose", "seed": 0},
                output={"model": str(tmp_path / "m.pt"), "log_csv": str(tmp_path / "l.csv"),
                        "summary": str(tmp_path / "s.json")},
-               params={"model": model, "pose": {"chunks": 2, "target_length": 64}, "train": train,
+               params={"model": model, "scheme": "pose", "pose": {"chunks": 2, "target_length": 64}, "train": train,
                        "checkpoint": str(tmp_path / "ck.pt")}))
     assert (tmp_path / "m.pt").exists()
     run(Job.of("language_loss_by_position", input={"model": str(tmp_path / "m.pt"), "tokens": tokens},

@@ -145,8 +145,8 @@ def test_pointer_copy_config_errors():
     bad["pointer_copy"]["line_length"] = [3, 2]
     assert any("ppc.pointer_copy.line_length = [3, 2]" in e for e in checks.config_errors(bad))
     longer = copy.deepcopy(p)
-    longer["pointer_copy"]["line_length"] = [2, 4]  # 7 lines of up to 6 tokens, then "? k"
-    assert any("ppc.max_position_id = 40: ppc.pointer_copy reaches coupled id 43" in e
+    longer["pointer_copy"]["line_length"] = [2, 4]  # 7 lines of up to 6 tokens, then the query
+    assert any("ppc.max_position_id = 40: ppc.pointer_copy reaches coupled id 42" in e
                for e in checks.config_errors(longer))
 
 

@@ -107,19 +107,19 @@ def test_variable_assignment_depth_distribution():
 
 
 def reference_line(prompt):
-    """Read the prompt independently: the queried line's symbols, each with the index in the
-    prompt of the symbol it is, and the index of the ";" that ends the line."""
-    body, query = prompt[:-2], prompt[-2:]
-    assert query[0] == "?" and body[-1] == ";"
+    """Read the prompt independently: the queried line's key and symbols, each with the index
+    in the prompt of the token it is, and the index of the ";" that ends the line."""
+    body, query = prompt[:-1], prompt[-1]
+    assert query.startswith("?k") and body[-1] == ";"
     lines, at = {}, 0
     while at < len(body):  # lines "k x_1 .. x_m ;"
         end = body.index(";", at)
         key, symbols = body[at], body[at + 1:end]
         assert key.startswith("k") and key not in lines and symbols
         assert all(len(x) == 1 and x.isalpha() for x in symbols)
-        lines[key] = [(x, at + 1 + i) for i, x in enumerate(symbols)], end
+        lines[key] = [(key, at)] + [(x, at + 1 + i) for i, x in enumerate(symbols)], end
         at = end + 1
-    return lines[query[1]], len(lines)
+    return lines[query[1:]], len(lines)
 
 
 @pytest.mark.parametrize("line_length", [(3, 3), (2, 5)])
@@ -132,23 +132,23 @@ def test_pointer_copy(line_length):
         (line, semi), lines = reference_line(prompt)
         assert lines == n and prompt.count(";") == n
         assert set(t for t in prompt if len(t) == 1 and t.isalpha()) <= set("abc")
-        assert line_length[0] <= len(line) <= line_length[1]
-        # the response copies the rest of the queried line, its ";" included; each token is
-        # coupled to the token it copies, so the ids run on by 1 from the line's first symbol
+        assert line_length[0] <= len(line) - 1 <= line_length[1]
+        # the response restates the queried line, key and ";" included; each token is coupled
+        # to the token it restates, so the ids run on by 1 from the line's key
         assert resp == [x for x, _ in line] + [";"]
         assert rid == [pid[at] for _, at in line] + [pid[semi]]
         assert rid == list(range(rid[0], rid[0] + len(resp)))
-        widths.append(len(line))
-        queried.append(prompt.index(prompt[-2]))
+        widths.append(len(line) - 1)
+        queried.append(prompt.index(prompt[-1][1:]))
     assert len(set(widths)) == line_length[1] - line_length[0] + 1
     assert len(set(queried)) > 3  # the queried line, hence the first response id, varies
 
 
 def test_pointer_copy_queries_every_line():
     s = pointer_copy.sample(torch.full((800,), 4), generator("t", 9), line_length=(3, 3))
-    first = s.position_ids[torch.arange(len(s)), s.prompt_len]  # first response id: 1 + 5 * line
-    assert set(first.tolist()) == {1, 6, 11, 16}
-    assert first.bincount()[[1, 6, 11, 16]].min() > 150  # uniform over the 4 lines
+    first = s.position_ids[torch.arange(len(s)), s.prompt_len]  # first response id: 5 * line
+    assert set(first.tolist()) == {0, 5, 10, 15}
+    assert first.bincount()[[0, 5, 10, 15]].min() > 150  # uniform over the 4 lines
 
 
 @pytest.mark.parametrize("module", [copy_repeat, addition, variable_assignment, pointer_copy])
@@ -160,7 +160,7 @@ def test_seeded_and_vectorized(module):
     assert not torch.equal(a.tokens, c.tokens)
     # the prompt grows with the size exactly as the task defines it
     per_size = {copy_repeat: SIZES + 2, addition: 2 * SIZES + 4, variable_assignment: 4 * SIZES + 3,
-                pointer_copy: 5 * SIZES + 2}[module]
+                pointer_copy: 5 * SIZES + 1}[module]
     assert torch.equal(a.prompt_len, per_size)
 
 

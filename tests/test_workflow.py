@@ -16,9 +16,10 @@ def counts(jobs):
 
 
 def overlay(tmp_path, cfg: dict) -> tuple:
-    """The default config with ``cfg`` as its overlay (in place of the smoke overlay)."""
+    """The default config with ``cfg`` as its overlay (in place of the smoke overlay), its keys
+    in the order given (the order of a key the default lacks is part of its value)."""
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(cfg))
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return (DEFAULT_CONFIG, path)
 
 
@@ -97,6 +98,16 @@ def test_a_second_seed_set_is_one_key_away(smoke_run, tmp_path):
     seeds = sorted(int(w["seed"]) for rule, w in jobs if rule == "parity_train")
     assert seeds == sorted(s + 100 for s in p["seeds"] for _ in p["K_train"])
     assert counts(jobs)["parity_eval_data"] == 0
+
+
+def test_a_task_can_have_its_own_seeds(smoke_run, tmp_path):
+    """ppc.<task>.seeds: more seeds for one task train only that task's new runs."""
+    cfg = smoke_overlay()
+    p = smoke_config()["ppc"]
+    cfg["ppc"]["addition"]["seeds"] = [*p["seeds"], 101, 102]
+    jobs = dry_run_jobs(smoke_run, "fig_ppc", configfile=overlay(tmp_path, cfg))
+    trained = collections.Counter((w["task"], int(w["seed"])) for rule, w in jobs if rule == "ppc_train")
+    assert trained == {("addition", 101): len(p["schemes"]), ("addition", 102): len(p["schemes"])}
 
 
 def test_the_ledger_counts_the_jobs_of_this_dag_only(smoke_run, tmp_path):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from sparselen import variants
 from sparselen.estimate.flops import Shape, Work
 
 
@@ -87,7 +88,7 @@ def _parity_eval_data(p: dict) -> Work:
 def ppc_jobs(cfg: dict, runtime: float, batches: int = 16) -> list[Job]:
     import torch
 
-    from sparselen.ppc.checks import run_model, run_scheme
+    from sparselen.ppc.checks import run_model, run_scheme, task_seeds
     from sparselen.ppc.jobs import training_batches
     from sparselen.ppc.samples import Samples
     from sparselen.ppc.tasks import TASKS, sampler_params
@@ -120,7 +121,7 @@ def ppc_jobs(cfg: dict, runtime: float, batches: int = 16) -> list[Job]:
         for scheme in p["schemes"]:
             extra = p["max_position_id"] + 1 if run_scheme(p, scheme) == "ppc" else 0
             shape = Shape.of(run_model(p, t, scheme), len(module.VOCAB), extra)
-            for seed in p["seeds"]:
+            for seed in task_seeds(p, task):
                 name = f"{task} {scheme} seed={seed}"
                 jobs.append(Job("ppc", "ppc_train", name, _train_work(shape, train, p["train"]["batch_size"], seq),
                                 runtime, f"model:ppc/{name}", f"ppc/train/{task}_{scheme}_seed{seed}"))
@@ -184,14 +185,13 @@ def language_jobs(cfg: dict, runtime: float, chars_per_token: float = 4.3) -> li
                 Job("language", "language_tokens", "", Work(model_job=False).unit("encode_char", chars), 30, "data",
                     "language/tokens")]
         vocab = lang["tokenizer"]["vocab_size"]
-    shape = Shape.of(lang["model"], vocab)
     runs = [(ctx[size], scheme, seed) for size in ("short", "long") for scheme in lang["schemes"][size]
             for seed in lang["seeds"]]
     par = {"processes": 1, "nodes": 1, **lang.get("parallel", {})}
-    n_tok = a["tokens"]  # an upper bound: tokens with a real benefit among the candidates
     B = a["batch_size"]
     ev = lang["eval"]
     for c, scheme, seed in runs:
+        shape = Shape.of(variants.run_model(lang["model"], lang, scheme), vocab)
         name, b = f"ctx={c} {scheme} seed={seed}", f"ctx{c}_{scheme}_seed{seed}"
         rows = max(1, lang["train"]["batch_tokens"] // c)
         jobs.append(Job("language", "language_train", name, _train_work(shape, lang["train"], rows, [c]), runtime,
@@ -202,8 +202,8 @@ def language_jobs(cfg: dict, runtime: float, chars_per_token: float = 4.3) -> li
         jobs.append(Job("language", "language_loss_by_position", name, w, 30, f"model:language/{name}",
                         f"language/loss_by_position/{b}"))
         w = Work()
-        for T in (short, long):
-            for rows_ in _chunks(n_tok, B):
+        for T in (short, long):  # every screened token
+            for rows_ in _chunks(a["candidates"], B):
                 w.add("forward", 1, shape.forward(rows_, T, "last"), shape)
         ind = a["induction"]  # the induction probe: full sequences, then copy 2 at the short context
         for rows_ in _chunks(ind["sequences"], B):
@@ -211,6 +211,7 @@ def language_jobs(cfg: dict, runtime: float, chars_per_token: float = 4.3) -> li
         for rows_ in _chunks(ind["sequences"] * (ind["span"] - 1), B):
             w.add("forward", 1, shape.forward(rows_, short, "last"), shape)
         jobs.append(Job("language", "language_transfer", name, w, 30, None, f"language/transfer/{b}"))
+    shape = Shape.of(lang["model"], vocab)  # the reference model's
     for seed in lang["seeds"]:
         jobs.append(Job("language", "language_analyze", f"seed={seed}", analysis_work(shape, a, short, long), runtime,
                         None, f"language/analyze/seed{seed}"))

@@ -4,7 +4,9 @@ paper-scale config names C4 shards that only exist where it runs)."""
 
 from __future__ import annotations
 
+from sparselen import variants
 from sparselen.config import model_errors
+from sparselen.olmo import POSITION_SCHEMES  # a language model's schemes, GPT-NeoX or OLMo
 
 
 def config_errors(p: dict) -> list[str]:
@@ -18,7 +20,9 @@ def config_errors(p: dict) -> list[str]:
     out += control_errors(a, short, long)
     if p["eval"]["length"] < long:
         out.append(f"language.eval.length = {p['eval']['length']}: must reach the long context ({long})")
-    schemes = set(p["schemes"]["short"]) | set(p["schemes"]["long"])
+    names = [*p["schemes"]["short"], *p["schemes"]["long"]]
+    out += variants.variant_errors("language", p, names, POSITION_SCHEMES, p["model"])
+    schemes = {variants.run_scheme(p, name) for name in names}
     target = p["pose"].get("target_length")
     if "pose" in schemes and (target is None or target < p["eval"]["length"]):
         out.append(f"language.pose.target_length = {target}: must be at least language.eval.length "

@@ -78,7 +78,8 @@ def token_files(job) -> None:
 
 
 def train(job) -> dict:
-    """One LM (wildcards ctx, scheme, seed): params model, pose, train. With more than one
+    """One LM (wildcards ctx, scheme, seed; the scheme wildcard may name a language.variants
+    entry): params model and scheme (the run's, a variant's resolved), pose, train. With more than one
     process (``language.parallel``: processes per node x nodes) the step starts torchrun and
     runs again in each worker; the workers train the model data-parallel
     (``sparselen.distributed``)."""
@@ -91,7 +92,7 @@ def train(job) -> dict:
     parallel = DataParallel.from_env(job.config["device"], settings["strategy"])
     device = parallel.device if parallel else runtime(job).device  # a worker's GPU: from_env's choice
     toks = data.load_tokens(job.input.tokens)
-    mc = model_config(p.model, toks["vocab_size"], scheme=scheme)
+    mc = model_config(p.model, toks["vocab_size"], scheme=p.scheme)
     batch_size = max(1, p.train["batch_tokens"] // context)
     tc = TrainConfig.from_section(p.train, seed, p.pose, batch_size=batch_size)
     identity = {"model": p.model, "pose": p.pose, "train": p.train, "context": context, "scheme": scheme,
@@ -156,20 +157,22 @@ def analyze(job) -> None:
 
 
 def transfer(job) -> None:
-    """A model's losses on the analysed tokens at both contexts (params contexts, batch_size)."""
+    """A model's losses at both contexts (params contexts, batch_size) on the analysed tokens
+    and on every screened (random) token, and its induction probe."""
     dev = runtime(job).device
     model, prov = load_model(job.input.model, dev)
     docs = data.load_tokens(job.input.tokens)["eval"]
     screened = pd.read_csv(job.input.screen)
-    toks = screened[screened["analysed"]]
     short, long = job.params.contexts["short"], job.params.contexts["long"]
-    losses = analysis.context_losses(model, docs, list(zip(toks["doc"], toks["t"])), [short, long],
+    losses = analysis.context_losses(model, docs, list(zip(screened["doc"], screened["t"])), [short, long],
                                      job.params.batch_size, dev)
-    df = pd.DataFrame({"doc": toks["doc"].values, "t": toks["t"].values, "context": prov["run"]["context"],
+    df = pd.DataFrame({"doc": screened["doc"].values, "t": screened["t"].values, "context": prov["run"]["context"],
                        "scheme": prov["run"]["scheme"], "seed": prov["seed"],
+                       "parameters": sum(p.numel() for p in model.parameters()),
                        "loss_short": losses[short].numpy(), "loss_long": losses[long].numpy()})
     df["gain"] = df["loss_short"] - df["loss_long"]
-    io.write_csv(df, job.output.losses)
+    io.write_csv(df[screened["analysed"].to_numpy(bool)], job.output.losses)
+    io.write_csv(df, job.output.screen_losses)
     io.write_csv(induction(model, docs, job.params.induction, short, long, job.params.batch_size, dev, prov),
                  job.output.induction)
 
@@ -191,7 +194,8 @@ def induction(model, docs, cfg: dict, short: int, long: int, batch_size: int, de
 
 def tables(job) -> None:
     i = job.input
-    report.tables(job.params.analysis, i.deps, i.transfer, i.position, job.output, i.screen, i.planted, i.induction)
+    report.tables(job.params.analysis, i.deps, i.transfer, i.position, job.output, i.screen, i.planted, i.induction,
+                  i.screen_losses)
 
 
 def figures(job) -> None:

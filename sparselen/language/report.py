@@ -16,10 +16,11 @@ from sparselen.tables import read_tables, runs_provenance, write_table
 
 
 def tables(cfg: dict, deps_csvs, transfer_csvs, position_csvs, out, screen_csvs=(), planted_csvs=(),
-           induction_csvs=()) -> None:
+           induction_csvs=(), screen_loss_csvs=()) -> None:
     """``cfg`` = language.analysis; ``out`` has the output paths table_csv, table_md,
-    generalization_csv, generalization_md, position_csv and, with the screen, planted and
-    induction CSVs, controls_csv/md, induction_csv/md and dependency_types_csv/md."""
+    generalization_csv, generalization_md, position_csv and, with the screen, planted, induction
+    and screen-loss CSVs, controls_csv/md, induction_csv/md, dependency_types_csv/md and
+    model_scale_csv/md."""
     deps, transfer = read_tables(deps_csvs), read_tables(transfer_csvs)
     boot = {"n_boot": cfg["bootstrap"], "seed": cfg["seed"]}
     if screen_csvs:
@@ -28,15 +29,19 @@ def tables(cfg: dict, deps_csvs, transfer_csvs, position_csvs, out, screen_csvs=
                     out.controls_md, "Natural language: the long-context benefit on random held-out tokens, the "
                     "positive control (planted repeats) and the null control for greedy (another document's far "
                     "context); means and medians with 95% bootstrap intervals clustered by document", prov)
-        write_table(induction_table(read_tables(induction_csvs), boot), out.induction_csv, out.induction_md,
+        induction = read_tables(induction_csvs)
+        write_table(induction_table(induction, boot), out.induction_csv, out.induction_md,
                     "Natural language: induction probe, mean loss on the second copy of a span repeated beyond the "
                     "short window against the first copy (copy1 - copy2 > 0: the model copies from far context)",
                     prov)
+        write_table(model_scale(read_tables(screen_loss_csvs), induction, boot), out.model_scale_csv,
+                    out.model_scale_md, "Natural language: the long-context models by size, mean gain L_short - L_long "
+                    "on the random screened tokens (95% interval clustered by document) and the induction probe's "
+                    "copy1 - copy2 (sequences resampled)", prov)
         write_table(dependency_types(deps, transfer, boot), out.dependency_types_csv, out.dependency_types_md,
                     "Natural language: analysed tokens by dependency type; recovered by greedy k = 1, 2 (median) and "
                     "each model's long-context gain normalised by the reference's benefit (mean), 95% bootstrap "
                     "intervals clustered by document", prov)
-    boot = {"n_boot": cfg["bootstrap"], "seed": cfg["seed"]}
     rows = []
     for (method, k), g in deps.groupby(["method", "k"], sort=False):
         med, lo, hi = bootstrap_ci(g["recovered"], np.median, **boot)
@@ -141,6 +146,25 @@ def induction_table(induction: pd.DataFrame, boot: dict) -> pd.DataFrame:
                      "copy2": float(g["copy2"].mean()), "copy2_short": float(g["copy2_short"].mean()),
                      "copy1_minus_copy2": gain, "ci_low": lo, "ci_high": hi})
     return pd.DataFrame(rows)
+
+
+def model_scale(screen_losses: pd.DataFrame, induction: pd.DataFrame, boot: dict) -> pd.DataFrame:
+    """Per long-context model (every scheme or variant at the longest context), smallest first:
+    its parameters, its held-out loss and mean gain from the long over the short context on
+    random tokens, and its induction probe: the reviewers' model-scale sweep."""
+    long = screen_losses["context"].max()
+    probe = induction_table(induction[induction["context"] == long], boot).set_index("scheme")
+    rows = []
+    for scheme, g in screen_losses[screen_losses["context"] == long].groupby("scheme", sort=True):
+        mean, lo, hi = cluster_ci(g["gain"], g["doc"], weighted_mean, **boot)
+        row = {"scheme": scheme, "parameters": int(g["parameters"].iloc[0]), "seeds": g["seed"].nunique(),
+               "tokens": len(g), "loss_long": float(g["loss_long"].mean()), "gain": mean, "gain_low": lo,
+               "gain_high": hi}
+        if scheme in probe.index:
+            p = probe.loc[scheme]
+            row |= {"copy1_minus_copy2": p["copy1_minus_copy2"], "copy_low": p["ci_low"], "copy_high": p["ci_high"]}
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values("parameters")
 
 
 def dependency_types(deps: pd.DataFrame, transfer: pd.DataFrame, boot: dict) -> pd.DataFrame:

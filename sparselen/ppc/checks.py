@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sparselen import variants
 from sparselen.config import model_errors
 from sparselen.model import POSITION_SCHEMES
 from sparselen.ppc.tasks import TASKS, sampler_params
@@ -12,16 +13,24 @@ def task_model(model: dict, task_cfg: dict) -> dict:
     return {**model, **task_cfg.get("model", {})}
 
 
-def run_scheme(p: dict, name: str) -> str:
-    """The position scheme of the run named ``name`` in ``ppc.schemes``: a scheme, or a
-    variant of one (``ppc.variants``)."""
-    return p.get("variants", {}).get(name, {}).get("scheme", name)
+run_scheme = variants.run_scheme  # the scheme of a run named in ppc.schemes
+
+
+def task_seeds(p: dict, task: str) -> list[int]:
+    """A task's training seeds: its own ``seeds``, else ``ppc.seeds`` (before seed_offset)."""
+    return p[task].get("seeds", p["seeds"])
+
+
+def run_task(p: dict, task: str) -> dict:
+    """A task's section as one run sees it: without its seed list, which says which runs exist,
+    not what one is (so adding a seed retrains no other)."""
+    return {k: v for k, v in p[task].items() if k != "seeds"}
 
 
 def run_model(p: dict, task_cfg: dict, name: str) -> dict:
     """The model of run ``name`` on a task: ``ppc.model``, the task's overrides, then the
-    variant's (a variant is a scheme with other model values, e.g. RoPE at another base)."""
-    return {**task_model(p["model"], task_cfg), **p.get("variants", {}).get(name, {}).get("model", {})}
+    variant's (e.g. RoPE at another base)."""
+    return variants.run_model(task_model(p["model"], task_cfg), p, name)
 
 
 # Per task: the key that must cover the largest size (and why), and a [fewest, most] range key.
@@ -34,17 +43,7 @@ SIZED_KEYS = {
 
 
 def config_errors(p: dict) -> list[str]:
-    out = []
-    variants = p.get("variants", {})
-    for name in p["schemes"]:
-        if name not in POSITION_SCHEMES and name not in variants:
-            out.append(f"ppc.schemes lists {name!r}, which is neither a position scheme {list(POSITION_SCHEMES)} "
-                       f"nor a key of ppc.variants {sorted(variants)}")
-    for name in variants:
-        if name in POSITION_SCHEMES:
-            out.append(f"ppc.variants.{name}: a variant cannot take the name of a position scheme")
-        for msg in model_errors(f"ppc.variants.{name}.model", {**p["model"], **variants[name].get("model", {})}):
-            out += [] if msg in out else [msg]
+    out = variants.variant_errors("ppc", p, p["schemes"], POSITION_SCHEMES, p["model"])
     if any(run_scheme(p, n) == "pose" for n in p["schemes"]) and "pose" not in p:
         out.append("ppc.schemes runs the pose scheme but the section ppc.pose is missing")
     for task in p["tasks"]:

@@ -388,8 +388,9 @@ def ppc_predicts_ids(runs: pd.DataFrame, s: Settings) -> list[Result]:
         rows, counts, size = _ppc_task(g, fit)
         c1, stats = _coupling_gain(rows, counts, size, task, s, "C2")
         if c1.verdict != HOLDS:
-            reason = c1.reason if stats is None else ("coupling does not help on this task (oracle coupling does "
-                                                      "not beat the best baseline): a control, not a test of PPC")
+            reason = c1.reason if stats is None else (
+                f"oracle coupling does not demonstrably beat the best baseline here (coupled - best "
+                f"{c1.value:+.2f} [{c1.ci_low:+.2f}, {c1.ci_high:+.2f}]): a control, not a test of PPC")
             out.append(gate_result(task, reason, c1.resolve or "a task whose lookups need coupling"))
             continue
         if not _fitted(counts, PREDICTED):

@@ -38,7 +38,13 @@ wildcard_constraints:
     K=r"\d+",
     k=r"\d+",
     ctx=r"\d+",
-    scheme="|".join([*POSITION_SCHEMES, *config.get("ppc", {}).get("variants", {})]),
+    scheme="|".join(
+        [
+            *POSITION_SCHEMES,
+            *config.get("ppc", {}).get("variants", {}),
+            *config.get("language", {}).get("variants", {}),
+        ]
+    ),
 
 
 def training_seeds(section):

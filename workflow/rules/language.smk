@@ -2,6 +2,8 @@
 # -> train per (context, scheme, seed) -> loss by position per run; the reference
 # (long-context) model -> sparse-dependency analysis per seed -> every run's losses on the
 # analysed tokens -> tables -> figures.
+import sparselen.variants
+
 LANG = config["language"]
 LANG_CTX = LANG["contexts"]
 # Data-parallel processes per node and nodes per language model (torchrun, started by the
@@ -129,7 +131,8 @@ rule language_train:
     resources:
         **job_resources(processes=LANG_PROCS, nodes=LANG_NODES),
     params:
-        model=LANG["model"],
+        model=lambda w: sparselen.variants.run_model(LANG["model"], LANG, w.scheme),
+        scheme=lambda w: sparselen.variants.run_scheme(LANG, w.scheme),
         pose=LANG["pose"],
         train=LANG["train"],
         checkpoint=f"{LANG_RUN}/checkpoint.pt",
@@ -192,6 +195,7 @@ rule language_transfer:
         screen=f"{LANG_ANALYSIS}/screen.csv",
     output:
         losses=f"{LANG_RUN}/analysed_token_losses.csv",
+        screen_losses=f"{LANG_RUN}/screen_losses.csv",
         induction=f"{LANG_RUN}/induction.csv",
     log:
         "logs/language/transfer/ctx{ctx}_{scheme}_seed{seed}.log",
@@ -218,6 +222,7 @@ rule language_tables:
         screen=expand(f"{LANG_ANALYSIS}/screen.csv", seed=training_seeds(LANG)),
         planted=expand(f"{LANG_ANALYSIS}/planted.csv", seed=training_seeds(LANG)),
         induction=[f"{run}/induction.csv" for run in LANG_RUNS],
+        screen_losses=[f"{run}/screen_losses.csv" for run in LANG_RUNS],
     output:
         table_csv=f"{LANG_DIR}/table.csv",
         table_md=f"{LANG_DIR}/table.md",
@@ -230,6 +235,8 @@ rule language_tables:
         induction_md=f"{LANG_DIR}/induction.md",
         dependency_types_csv=f"{LANG_DIR}/dependency_types.csv",
         dependency_types_md=f"{LANG_DIR}/dependency_types.md",
+        model_scale_csv=f"{LANG_DIR}/model_scale.csv",
+        model_scale_md=f"{LANG_DIR}/model_scale.md",
     log:
         "logs/language/tables.log",
     benchmark:

@@ -1,14 +1,18 @@
 # Position coupling and PPC (docs/reconstruction.md, "Position coupling and PPC"): evaluation
 # set per task -> train per (task, scheme, seed) -> evaluate per (task, scheme, seed) -> table
 # -> figure.
+import sparselen.ppc.checks
 import sparselen.ppc.tasks
 
 PPC = config["ppc"]
 PPC_DIR = "results/ppc"
 PPC_RUN = f"{PPC_DIR}/{{task}}/{{scheme}}/seed{{seed}}"
-PPC_RUNS = expand(
-    PPC_RUN, task=PPC["tasks"], scheme=PPC["schemes"], seed=training_seeds(PPC)
-)
+PPC_RUNS = [
+    PPC_RUN.format(task=task, scheme=scheme, seed=seed)
+    for task in PPC["tasks"]
+    for scheme in PPC["schemes"]
+    for seed in training_seeds({"seeds": sparselen.ppc.checks.task_seeds(PPC, task)})
+]
 
 
 wildcard_constraints:
@@ -53,7 +57,7 @@ rule ppc_train:
         variant=lambda w: PPC["variants"].get(w.scheme),
         pose=ppc_pose,
         train=PPC["train"],
-        task=lambda w: PPC[w.task],
+        task=lambda w: sparselen.ppc.checks.run_task(PPC, w.task),
         max_position_id=PPC["max_position_id"],
         random_offset=PPC["random_offset"],
         id_embedding=PPC["id_embedding"],

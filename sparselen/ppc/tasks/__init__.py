@@ -8,7 +8,7 @@ from sparselen.ppc.tasks import addition, copy_repeat, pointer_copy, variable_as
 TASKS = {"copy_repeat": copy_repeat, "variable_assignment": variable_assignment, "addition": addition,
          "pointer_copy": pointer_copy}
 # Keys of a task's config section that configure the run, not the sampler.
-RUN_KEYS = ("train_sizes", "eval_sizes", "steps", "model")
+RUN_KEYS = ("train_sizes", "eval_sizes", "steps", "seeds", "model")
 
 
 def sampler_params(task_cfg: dict) -> dict:

@@ -1,20 +1,19 @@
-"""Pointer copy: copy the line a query points to (docs/reconstruction.md, "Position coupling and PPC").
+"""Pointer copy: restate the line a query points to (docs/reconstruction.md, "Position coupling and PPC").
 
 Format [ours]: N lines ``k x_1 .. x_m ;`` (k a key, distinct per line; x_i symbols of a small
 alphabet, so they repeat and a symbol cannot be found by content; m uniform in
-``line_length``), then the query ``? k``. The response continues the queried line: it copies
-the rest of the line of key k, ``x_1 .. x_m ;`` (its ``;`` ends the response).
+``line_length``), then one query token ``?k`` that names a key. The response restates the
+queried line, ``k x_1 .. x_m ;`` (its ``;`` ends the response). The query is its own token, not
+the key, so the key occurs once before the response.
 
 Coupled ids: the prompt is numbered 0, 1, 2, ... in order. Each response token gets the id of
-the token it copies. The first response token is read by content under every scheme (the
-token after the line's key, found from the query's key); with the ids known every later step
-reads the prompt token one id ahead of its own (a local lookup) and every next id is the
-previous one plus 1, except the first, which is that of the queried line: it depends on the
-input (where the line is), so plain coupling needs it from an oracle and PPC must predict it.
-Without ids every later step of the copy reads a token at a
-distance that grows with the prompt (the line can be anywhere) and that content alone
-identifies only as long as the symbols before it do not recur elsewhere in the prompt, which
-they do more often the longer the prompt.
+the token it restates, so the ids run on by 1 from the queried line's key. Given them, every step
+reads the prompt token one id ahead of its own: a local lookup at any prompt length. The first
+response id is that of the queried line: it depends on the input (where the line is), so plain
+coupling needs it from an oracle and PPC must predict it, a lookup by content of the named key.
+Without ids every step of the copy reads a token at a distance that grows with the prompt (the
+line can be anywhere) and that content alone identifies only as long as the symbols before it
+do not recur elsewhere in the prompt, which they do more often the longer the prompt.
 """
 
 from __future__ import annotations
@@ -25,23 +24,24 @@ from sparselen.ppc.samples import PAD, Samples, assemble
 
 MAX_KEYS = 64
 SYMBOLS = tuple("abcdefghij")
-VOCAB = ("<pad>", ";", "?") + SYMBOLS + tuple(f"k{i}" for i in range(MAX_KEYS))
-SEMI, QUERY = 1, 2
-FIRST_SYMBOL = 3
+VOCAB = ("<pad>", ";") + SYMBOLS + tuple(f"k{i}" for i in range(MAX_KEYS)) + tuple(f"?k{i}" for i in range(MAX_KEYS))
+SEMI = 1
+FIRST_SYMBOL = 2
 FIRST_KEY = FIRST_SYMBOL + len(SYMBOLS)
+FIRST_QUERY = FIRST_KEY + MAX_KEYS  # ``?k`` asks for the line of key k
 SIZE = "lines N"
 
 IDS_DEPEND_ON_INPUT = True  # the first response id is that of the queried line
 
 
 def max_prompt_len(lines: int, line_length=(3, 3)) -> int:
-    """Longest prompt of this many lines (every line a longest one)."""
-    return lines * (line_length[1] + 2) + 2
+    """Longest prompt of this many lines (every line a longest one), its query included."""
+    return lines * (line_length[1] + 2) + 1
 
 
 def max_coupled_id(size: int, line_length=(3, 3), **params) -> int:
     """Largest coupled id of a sample of this size (before any training offset): the prompt's
-    last token, the queried key."""
+    last token, the query."""
     return max_prompt_len(size, line_length) - 1
 
 
@@ -65,7 +65,7 @@ def sample(sizes: torch.Tensor, g: torch.Generator, num_keys: int = 32, alphabet
     width = (m + 2).masked_fill(j >= sizes[:, None], 0)  # unused lines (j >= N) take no room
     start = width.cumsum(dim=1) - width  # first token (the key) of line j
     body = width.sum(dim=1)
-    T = int(body.max()) + 2
+    T = int(body.max()) + 1
 
     # each line as a row of width hi + 2: key, symbols, ";", padding
     W = hi + 2
@@ -77,12 +77,13 @@ def sample(sizes: torch.Tensor, g: torch.Generator, num_keys: int = 32, alphabet
     at = (start[..., None] + c).clamp(max=T - 1)
     prompt[rows[:, None, None].expand(n, L, W)[valid], at[valid]] = grid[valid]
     q = (torch.rand(n, generator=g) * sizes).long()[:, None]  # the queried line
-    prompt[rows, body], prompt[rows, body + 1] = QUERY, keys.gather(1, q)[:, 0]
+    key = keys.gather(1, q)[:, 0]
+    prompt[rows, body] = key - FIRST_KEY + FIRST_QUERY
     prompt_ids = torch.arange(T).expand(n, -1)
 
     mq, sq = m.gather(1, q), start.gather(1, q)
-    i = torch.arange(hi + 1)[None, :]
-    line = x.gather(1, q[..., None].expand(n, 1, hi))[:, 0]
-    response = torch.where(i < mq, line.gather(1, i.clamp(max=hi - 1).expand(n, -1)), torch.where(i == mq, SEMI, PAD))
-    response_ids = sq + 1 + i
-    return assemble(prompt, prompt_ids, body + 2, response, response_ids, mq[:, 0] + 1)
+    i = torch.arange(hi + 2)[None, :]  # response token i restates line token i (0: the key)
+    line = torch.cat((key[:, None], x.gather(1, q[..., None].expand(n, 1, hi))[:, 0]), dim=1)
+    response = torch.where(i <= mq, line.gather(1, i.clamp(max=hi).expand(n, -1)), torch.where(i == mq + 1, SEMI, PAD))
+    response_ids = sq + i
+    return assemble(prompt, prompt_ids, body + 1, response, response_ids, mq[:, 0] + 2)
