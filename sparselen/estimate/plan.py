@@ -202,8 +202,8 @@ def language_jobs(cfg: dict, runtime: float, chars_per_token: float = 4.3) -> li
         jobs.append(Job("language", "language_loss_by_position", name, w, 30, f"model:language/{name}",
                         f"language/loss_by_position/{b}"))
         w = Work()
-        for T in (short, long):  # every screened token
-            for rows_ in _chunks(a["candidates"], B):
+        for T in (short, long):  # every screened token for a long-context model, else the analysed ones
+            for rows_ in _chunks(a["candidates"] if c == long else a["tokens"], B):
                 w.add("forward", 1, shape.forward(rows_, T, "last"), shape)
         ind = a["induction"]  # the induction probe: full sequences, then copy 2 at the short context
         for rows_ in _chunks(ind["sequences"], B):

@@ -157,22 +157,26 @@ def analyze(job) -> None:
 
 
 def transfer(job) -> None:
-    """A model's losses at both contexts (params contexts, batch_size) on the analysed tokens
-    and on every screened (random) token, and its induction probe."""
+    """A model's losses at both contexts (params contexts, batch_size) on the analysed tokens,
+    for a long-context model also on every screened (random) token (the model-scale table's
+    gain; a short model's file has the columns only), and its induction probe."""
     dev = runtime(job).device
     model, prov = load_model(job.input.model, dev)
     docs = data.load_tokens(job.input.tokens)["eval"]
     screened = pd.read_csv(job.input.screen)
     short, long = job.params.contexts["short"], job.params.contexts["long"]
-    losses = analysis.context_losses(model, docs, list(zip(screened["doc"], screened["t"])), [short, long],
+    every = prov["run"]["context"] == long
+    toks = screened if every else screened[screened["analysed"]]
+    losses = analysis.context_losses(model, docs, list(zip(toks["doc"], toks["t"])), [short, long],
                                      job.params.batch_size, dev)
-    df = pd.DataFrame({"doc": screened["doc"].values, "t": screened["t"].values, "context": prov["run"]["context"],
+    df = pd.DataFrame({"doc": toks["doc"].values, "t": toks["t"].values, "context": prov["run"]["context"],
                        "scheme": prov["run"]["scheme"], "seed": prov["seed"],
                        "parameters": sum(p.numel() for p in model.parameters()),
                        "loss_short": losses[short].numpy(), "loss_long": losses[long].numpy()})
     df["gain"] = df["loss_short"] - df["loss_long"]
-    io.write_csv(df[screened["analysed"].to_numpy(bool)], job.output.losses)
-    io.write_csv(df, job.output.screen_losses)
+    analysed = toks["analysed"].to_numpy(bool)
+    io.write_csv(df[analysed], job.output.losses)
+    io.write_csv(df if every else df.iloc[:0], job.output.screen_losses)
     io.write_csv(induction(model, docs, job.params.induction, short, long, job.params.batch_size, dev, prov),
                  job.output.induction)
 
