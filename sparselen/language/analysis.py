@@ -30,14 +30,31 @@ def screen(model, docs, cfg: dict, short: int, long: int, device) -> pd.DataFram
     evaluation tokens; ``analysed`` marks the first ``tokens`` with benefit >= min_benefit."""
     positions = sample_positions(docs, long, cfg["candidates"], generator("language-analysis", cfg["seed"]))
     ctx, tgt = contexts(docs, positions, long)
-    l_long = last_token_loss(model, ctx, torch.arange(long).expand_as(ctx), tgt, cfg["batch_size"], device)
-    l_short = subset_loss(model, ctx, tgt, torch.zeros(len(ctx), 0, dtype=torch.long), short, cfg["batch_size"], device)
+    l_short, l_long = short_long_losses(model, ctx, tgt, short, cfg["batch_size"], device)
     df = pd.DataFrame({"doc": [d for d, _ in positions], "t": [t for _, t in positions], "target": tgt.numpy(),
                        "L_short": l_short.numpy(), "L_long": l_long.numpy()})
     df["benefit"] = df["L_short"] - df["L_long"]
     real = df["benefit"] >= cfg["min_benefit"]
     df["analysed"] = real & (real.cumsum() <= cfg["tokens"])
     return df
+
+
+def short_long_losses(model, ctx: torch.Tensor, tgt: torch.Tensor, short: int, batch_size: int,
+                      device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(L_short, L_long) of each context's target: its last ``short`` tokens at their original
+    ids, and the whole context."""
+    l_long = last_token_loss(model, ctx, torch.arange(ctx.shape[1]).expand_as(ctx), tgt, batch_size, device)
+    l_short = subset_loss(model, ctx, tgt, torch.zeros(len(ctx), 0, dtype=torch.long), short, batch_size, device)
+    return l_short, l_long
+
+
+def dependency_rows(rows: list[dict], tokens: pd.DataFrame, cols: list[str], short: int, long: int) -> pd.DataFrame:
+    """L_k rows (keyed by token index ``i``) joined to their tokens' ``cols``, with the share of
+    the benefit recovered and the size of the far context."""
+    df = pd.DataFrame(rows).merge(tokens[cols], left_on="i", right_index=True)
+    df["recovered"] = (df["L_short"] - df["L_k"]) / (df["L_short"] - df["L_long"])
+    df["far_tokens"] = long - short
+    return df.drop(columns="i")
 
 
 def greedy_rows(model, ctx: torch.Tensor, tgt: torch.Tensor, short: int, ks: list[int], method: str,
@@ -90,10 +107,7 @@ def sparse_dependency(model, docs, screened: pd.DataFrame, cfg: dict, short: int
         rows += greedy_rows(model, null_ctx, tgt, short, ks, "greedy_null", bs, device)[0]
     tokens = tokens.join(dependency_type(ctx, tgt, short, greedy_sets))
     cols = ["doc", "t", "target", "L_short", "L_long", "target_in_far", "top_distance"]
-    df = pd.DataFrame(rows).merge(tokens[cols], left_on="i", right_index=True)
-    df["recovered"] = (df["L_short"] - df["L_k"]) / (df["L_short"] - df["L_long"])
-    df["far_tokens"] = long - short
-    return df.drop(columns="i")
+    return dependency_rows(rows, tokens, cols, short, long)
 
 
 def planted_control(model, docs, cfg: dict, short: int, long: int, device) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -107,8 +121,7 @@ def planted_control(model, docs, cfg: dict, short: int, long: int, device) -> tu
     p, bs = cfg["planted"], cfg["batch_size"]
     positions = sample_positions(docs, long, p["tokens"], generator("language-planted", cfg["seed"]))
     ctx, tgt, dist = planted_contexts(docs, positions, long, p["span"], p["distances"])
-    l_long = last_token_loss(model, ctx, torch.arange(long).expand_as(ctx), tgt, bs, device)
-    l_short = subset_loss(model, ctx, tgt, torch.zeros(len(ctx), 0, dtype=torch.long), short, bs, device)
+    l_short, l_long = short_long_losses(model, ctx, tgt, short, bs, device)
     scr = pd.DataFrame({"doc": [d for d, _ in positions], "t": [t for _, t in positions], "target": tgt.numpy(),
                         "distance": dist.numpy(), "L_short": l_short.numpy(), "L_long": l_long.numpy()})
     scr["beyond"] = scr["distance"] > short
@@ -122,10 +135,7 @@ def planted_control(model, docs, cfg: dict, short: int, long: int, device) -> tu
     tokens = tokens.join(dependency_type(ctx[keep], tgt[keep], short, sets))
     tokens["source_first"] = tokens["top_distance"] == tokens["distance"]
     cols = ["doc", "t", "target", "L_short", "L_long", "target_in_far", "top_distance", "distance", "source_first"]
-    df = pd.DataFrame(rows).merge(tokens[cols], left_on="i", right_index=True)
-    df["recovered"] = (df["L_short"] - df["L_k"]) / (df["L_short"] - df["L_long"])
-    df["far_tokens"] = long - short
-    return scr, df.drop(columns="i")
+    return scr, dependency_rows(rows, tokens, cols, short, long)
 
 
 def sparsity_level(deps: pd.DataFrame, fraction: float) -> pd.DataFrame:
