@@ -24,19 +24,21 @@ def bootstrap_ci(values, stat=np.median, n_boot: int = 2000, seed: int = 0,
     return point, float(lo), float(hi)
 
 
-def cluster_weights(clusters, n_boot: int, seed: int) -> np.ndarray:
-    """(n_boot, n) weight of each row in each resample of the clusters (documents drawn with
-    replacement): the claims' ``ClusterBootstrap``, so tables and claims resample alike."""
-    return ClusterBootstrap(clusters, Settings(n_boot=n_boot, seed=seed), "language-table").weights(clusters)
+def cluster_interval(point: float, statistic, clusters, n_boot: int = 2000, seed: int = 0,
+                     level: float = 0.95) -> tuple[float, float, float]:
+    """(point, low, high): percentile interval of ``statistic(weights)`` (one value per row of
+    ``weights``) over resamples of the clusters, i.e. documents drawn with replacement as the
+    claims' ``ClusterBootstrap`` draws them (tokens of one document are not independent); NaN
+    interval for fewer than two clusters."""
+    boot = ClusterBootstrap(clusters, Settings(n_boot=n_boot, seed=seed, level=level), "language-table")
+    return boot.interval(point, statistic(boot.weights(clusters)))
 
 
 def cluster_ci(values, clusters, stat=weighted_mean, n_boot: int = 2000, seed: int = 0,
                level: float = 0.95) -> tuple[float, float, float]:
-    """(stat, low, high): percentile interval of ``stat`` over resamples of the clusters
-    (tokens of one document are not independent); NaN interval for fewer than two clusters."""
+    """(stat, low, high) of ``values`` with its document-clustered interval (``cluster_interval``)."""
     v = np.asarray(values, dtype=float)
     if len(v) == 0:
         return float("nan"), float("nan"), float("nan")
-    s = Settings(n_boot=n_boot, seed=seed, level=level)
-    boot = ClusterBootstrap(clusters, s, "language-table")
-    return boot.interval(float(stat(v, np.ones((1, len(v))))[0]), stat(v, boot.weights(clusters)))
+    return cluster_interval(float(stat(v, np.ones((1, len(v))))[0]), lambda w: stat(v, w), clusters,
+                            n_boot, seed, level)

@@ -8,7 +8,7 @@ import pandas as pd
 
 from sparselen import io
 from sparselen.language import analysis
-from sparselen.language.bootstrap import bootstrap_ci, cluster_ci, cluster_weights, weighted_mean, weighted_median
+from sparselen.language.bootstrap import bootstrap_ci, cluster_ci, cluster_interval, weighted_mean, weighted_median
 from sparselen.provenance import provenance
 from sparselen.report.claims import SPARSE_K, SPARSE_SHARE
 from sparselen.stats import t_interval
@@ -128,11 +128,10 @@ def paired_difference(real: pd.DataFrame, null: pd.DataFrame, k: int, boot: dict
     resampled together by document."""
     null = null.set_index(["doc", "t"]).loc[list(zip(real["doc"], real["t"]))]
     x, y = real["recovered"].to_numpy(float), null["recovered"].to_numpy(float)
-    w = cluster_weights(real["doc"], boot["n_boot"], boot["seed"])
-    diff = weighted_median(x, w) - weighted_median(y, w)
-    lo, hi = np.quantile(diff, [0.025, 0.975])
+    value, lo, hi = cluster_interval(float(np.median(x) - np.median(y)),
+                                     lambda w: weighted_median(x, w) - weighted_median(y, w), real["doc"], **boot)
     return {"control": "null_far_context", "group": "analysed tokens", "statistic": f"greedy k={k}: real minus null",
-            "value": float(np.median(x) - np.median(y)), "ci_low": float(lo), "ci_high": float(hi),
+            "value": value, "ci_low": lo, "ci_high": hi,
             "n_tokens": len(x), "n_docs": int(real["doc"].nunique())}
 
 
@@ -209,13 +208,11 @@ def dependency_types(deps: pd.DataFrame, transfer: pd.DataFrame, boot: dict) -> 
 def sparse_minus_dense(run: pd.DataFrame, ctx: int, scheme: str, boot: dict) -> dict:
     """One model's mean normalised gain on sparse minus dense tokens, documents resampled."""
     x, s = run["normalised_gain"].to_numpy(float), run["sparse"].to_numpy(bool)
-    w = cluster_weights(run["doc"], boot["n_boot"], boot["seed"])
-    diff = weighted_mean(x, w * s) - weighted_mean(x, w * ~s)
-    diff = diff[np.isfinite(diff)]
-    lo, hi = np.quantile(diff, [0.025, 0.975]) if len(diff) else (np.nan, np.nan)
     point = float(x[s].mean() - x[~s].mean()) if s.any() and (~s).any() else float("nan")
+    point, lo, hi = cluster_interval(point, lambda w: weighted_mean(x, w * s) - weighted_mean(x, w * ~s), run["doc"],
+                                     **boot)
     return {"split": "sparsity", "group": "sparse minus dense", "n_tokens": len(x), "n_docs": run["doc"].nunique(),
-            "context": ctx, "scheme": scheme, "normalised_gain": point, "ci_low": float(lo), "ci_high": float(hi)}
+            "context": ctx, "scheme": scheme, "normalised_gain": point, "ci_low": lo, "ci_high": hi}
 
 
 def figures(short: int, long: int, min_benefit: float, table_csv, generalization_csv, position_csv, screen_csvs,
