@@ -88,7 +88,7 @@ def _parity_eval_data(p: dict) -> Work:
 def ppc_jobs(cfg: dict, runtime: float, batches: int = 16) -> list[Job]:
     import torch
 
-    from sparselen.ppc.checks import run_model, run_scheme, task_seeds
+    from sparselen.ppc.checks import run_model, task_seeds
     from sparselen.ppc.jobs import training_batches
     from sparselen.ppc.samples import Samples
     from sparselen.ppc.tasks import TASKS, sampler_params
@@ -119,7 +119,7 @@ def ppc_jobs(cfg: dict, runtime: float, batches: int = 16) -> list[Job]:
         jobs.append(Job("ppc", "ppc_eval_data", task, Work(model_job=False).unit("sample", n_samples / 40), 30, "data",
                         f"ppc/eval_data/{task}"))
         for scheme in p["schemes"]:
-            extra = p["max_position_id"] + 1 if run_scheme(p, scheme) == "ppc" else 0
+            extra = p["max_position_id"] + 1 if variants.run_scheme(p, scheme) == "ppc" else 0
             shape = Shape.of(run_model(p, t, scheme), len(module.VOCAB), extra)
             for seed in task_seeds(p, task):
                 name = f"{task} {scheme} seed={seed}"
@@ -211,7 +211,7 @@ def language_jobs(cfg: dict, runtime: float, chars_per_token: float = 4.3) -> li
         for rows_ in _chunks(ind["sequences"] * (ind["span"] - 1), B):
             w.add("forward", 1, shape.forward(rows_, short, "last"), shape)
         jobs.append(Job("language", "language_transfer", name, w, 30, None, f"language/transfer/{b}"))
-    shape = Shape.of(lang["model"], vocab)  # the reference model's
+    shape = Shape.of(variants.run_model(lang["model"], lang, lang["schemes"]["long"][0]), vocab)  # the reference's
     for seed in lang["seeds"]:
         jobs.append(Job("language", "language_analyze", f"seed={seed}", analysis_work(shape, a, short, long), runtime,
                         None, f"language/analyze/seed{seed}"))

@@ -29,8 +29,8 @@ def tables(cfg: dict, deps_csvs, transfer_csvs, position_csvs, out, screen_csvs=
                     out.controls_md, "Natural language: the long-context benefit on random held-out tokens, the "
                     "positive control (planted repeats) and the null control for greedy (another document's far "
                     "context); means and medians with 95% bootstrap intervals clustered by document", prov)
-        induction = read_tables(induction_csvs)
-        write_table(induction_table(induction, boot), out.induction_csv, out.induction_md,
+        induction = induction_table(read_tables(induction_csvs), boot)
+        write_table(induction, out.induction_csv, out.induction_md,
                     "Natural language: induction probe, mean loss on the second copy of a span repeated beyond the "
                     "short window against the first copy (copy1 - copy2 > 0: the model copies from far context)",
                     prov)
@@ -150,9 +150,10 @@ def induction_table(induction: pd.DataFrame, boot: dict) -> pd.DataFrame:
 def model_scale(screen_losses: pd.DataFrame, induction: pd.DataFrame, boot: dict) -> pd.DataFrame:
     """Per long-context model (every scheme or variant at the longest context), smallest first:
     its parameters, its held-out loss and mean gain from the long over the short context on
-    random tokens, and its induction probe: the reviewers' model-scale sweep."""
+    random tokens, and its induction probe (``induction``: the ``induction_table``): the
+    reviewers' model-scale sweep."""
     long = screen_losses["context"].max()
-    probe = induction_table(induction[induction["context"] == long], boot).set_index("scheme")
+    probe = induction[induction["context"] == long].set_index("scheme")
     rows = []
     for scheme, g in screen_losses[screen_losses["context"] == long].groupby("scheme", sort=True):
         mean, lo, hi = cluster_ci(g["gain"], g["doc"], weighted_mean, **boot)

@@ -13,9 +13,6 @@ def task_model(model: dict, task_cfg: dict) -> dict:
     return {**model, **task_cfg.get("model", {})}
 
 
-run_scheme = variants.run_scheme  # the scheme of a run named in ppc.schemes
-
-
 def task_seeds(p: dict, task: str) -> list[int]:
     """A task's training seeds: its own ``seeds``, else ``ppc.seeds`` (before seed_offset)."""
     return p[task].get("seeds", p["seeds"])
@@ -44,7 +41,7 @@ SIZED_KEYS = {
 
 def config_errors(p: dict) -> list[str]:
     out = variants.variant_errors("ppc", p, p["schemes"], POSITION_SCHEMES, p["model"])
-    if any(run_scheme(p, n) == "pose" for n in p["schemes"]) and "pose" not in p:
+    if any(variants.run_scheme(p, n) == "pose" for n in p["schemes"]) and "pose" not in p:
         out.append("ppc.schemes runs the pose scheme but the section ppc.pose is missing")
     for task in p["tasks"]:
         t = p.get(task)

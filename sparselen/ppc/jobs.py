@@ -11,11 +11,11 @@ import logging
 import pandas as pd
 import torch
 
-from sparselen import io
+from sparselen import io, variants
 from sparselen.jobs import runtime
 from sparselen.model import ModelConfig
 from sparselen.ppc import report
-from sparselen.ppc.checks import run_model, run_scheme
+from sparselen.ppc.checks import run_model
 from sparselen.ppc.evaluate import evaluate_cells
 from sparselen.ppc.generate import COUPLED
 from sparselen.ppc.samples import random_offsets, to_batch
@@ -67,7 +67,7 @@ def train(job) -> dict:
     p, w = job.params, job.wildcards
     task, run, seed = w.task, w.scheme, int(w.seed)
     section = {"model": p.model, "variants": {run: p.variant} if p.variant else {}}
-    scheme = run_scheme(section, run)
+    scheme = variants.run_scheme(section, run)
     rt = runtime(job)
     mc = ModelConfig(vocab_size=len(TASKS[task].VOCAB), scheme=scheme, max_position_id=p.max_position_id,
                      id_embedding=scheme in p.id_embedding, **run_model(section, p.task, run))

@@ -208,7 +208,7 @@ def run_files(wildcards):
 
 def ppc_pose(wildcards):
     """ppc.pose for a run of the pose scheme, else None (a PoSE change retrains pose runs only)."""
-    from sparselen.ppc.checks import run_scheme
+    from sparselen.variants import run_scheme
 
     ppc = config["ppc"]
     return ppc.get("pose") if run_scheme(ppc, wildcards.scheme) == "pose" else None
