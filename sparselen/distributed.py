@@ -47,6 +47,7 @@ from torch import nn
 
 from sparselen import gpu_slots
 from sparselen.batch import IGNORE, Batch
+from sparselen.jobs import named
 
 log = logging.getLogger(__name__)
 STRATEGIES = ("auto", "ddp", "fsdp")
@@ -189,18 +190,13 @@ def die_with_parent() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _named(ns) -> dict:
-    """Snakemake's named lists (``job.input``...) or ``Job.of``'s namespaces as a dict."""
-    return dict(ns.items()) if hasattr(ns, "items") else dict(vars(ns))
-
-
 def launch(job, processes: int, nodes: int = 1) -> None:
     """Run ``job``'s step in ``processes`` torchrun workers on each of ``nodes`` nodes and wait;
     their output goes to this process's stderr (the job's log). The job travels as JSON in a
     file beside its checkpoint (a shared file system across nodes); each worker gets an equal
     share of the job's threads."""
-    spec = {"rule": job.rule, "input": _named(job.input), "output": _named(job.output),
-            "params": _named(job.params), "wildcards": _named(job.wildcards), "config": dict(job.config),
+    spec = {"rule": job.rule, "input": named(job.input), "output": named(job.output),
+            "params": named(job.params), "wildcards": named(job.wildcards), "config": dict(job.config),
             "threads": max(1, job.threads // processes)}
     path = Path(spec["params"]["checkpoint"]).with_suffix(".job.json")
     gpus = int(job.config.get("gpus_per_job", 0)) * processes

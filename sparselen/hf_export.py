@@ -38,7 +38,7 @@ Generalization in Transformers", Golowich et al., ICML 2025), for
 
 def slice_of(run: dict) -> str | None:
     """Which slice trained a model, from its provenance's run identity."""
-    for key, name in (("K_train", "parity"), ("context", "language"), ("task_name", "ppc"),
+    for key, name in (("K_train", "parity"), ("context", "language"), ("task", "ppc"),
                       ("distribution", "theory")):
         if key in run:
             return name

@@ -33,6 +33,11 @@ class Runtime:
     threads: int
 
 
+def named(ns) -> dict:
+    """Snakemake's named lists (``job.input``, ``job.params``...) or ``Job.of``'s namespaces as a dict."""
+    return dict(ns.items()) if hasattr(ns, "items") else dict(vars(ns))
+
+
 def runtime(job) -> Runtime:
     """The job's runtime knobs from the top of the validated config."""
     c = job.config

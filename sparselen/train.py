@@ -9,11 +9,11 @@ killed at any point and started again ends with exactly the weights of an uninte
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import torch
@@ -30,6 +30,7 @@ from sparselen.positions import pose_position_ids
 from sparselen.provenance import config_hash, provenance
 from sparselen.resumable import code_fingerprint
 from sparselen.rng import generator
+from sparselen.run import Run
 
 log = logging.getLogger(__name__)
 
@@ -65,23 +66,6 @@ class TrainConfig:
         known = {k: train[k] for k in ("steps", "batch_size", "checkpoint_every", "log_every") if k in train}
         pose = {f"pose_{k}": v for k, v in (pose or {}).items() if k in ("chunks", "target_length")}
         return cls(seed=seed, optim=OptimConfig(**train["optimizer"]), **{**known, **pose, **overrides})
-
-
-@dataclass(frozen=True)
-class RunFiles:
-    """What one training run writes, and its resume file (kept until the run is done)."""
-
-    model: Path
-    log_csv: Path
-    summary: Path
-    checkpoint: Path
-
-    @classmethod
-    def of(cls, job) -> "RunFiles":
-        """The files a ``*_train`` rule names: outputs model, log_csv, summary; param checkpoint
-        (``sparselen.resumable``: removed by the workflow, not the job)."""
-        o = job.output
-        return cls(Path(o.model), Path(o.log_csv), Path(o.summary), Path(job.params.checkpoint))
 
 
 def lr_lambda(cfg: OptimConfig, total_steps: int) -> Callable[[int], float]:
@@ -130,33 +114,27 @@ def apply_position_scheme(batch: Batch, model_cfg: ModelConfig, cfg: TrainConfig
     return batch
 
 
-def train(
-    model_cfg: ModelConfig,
-    cfg: TrainConfig,
-    batch_fn: Callable[[int], Batch],
-    files: RunFiles,
-    identity: dict,
-    device: torch.device,
-    labels: dict | None = None,
-    compile: bool = False,
-    parallel: DataParallel | None = None,
-) -> dict:
-    """Train to ``cfg.steps``, resuming from ``files.checkpoint`` if it belongs to this run.
+def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Batch], run: Run,
+          parallel: DataParallel | None = None) -> dict:
+    """Train to ``cfg.steps``, resuming from ``run.files.checkpoint`` if it belongs to this run.
 
-    ``identity`` is everything that defines the run's numbers (the rule's config subtree and
-    wildcards); its hash, and the code's fingerprint, guard resume against a checkpoint of
-    another configuration or code. Runtime knobs (device, ``compile``, threads) are not part of
-    it: switching them keeps the checkpoint. Writes the model file (weights, model config,
-    provenance, step log), the log CSV and the summary (``labels`` plus the returned summary)
-    atomically at the end. The checkpoint is written every ``checkpoint_every`` steps and at the
-    last step, and never removed here (``sparselen.resumable``), so a kill at any point, even
+    The hash of ``run.identity`` (everything that defines the run's numbers: ``sparselen.run``),
+    the model config and the code's fingerprint guard resume against a checkpoint of another
+    configuration or code. Runtime knobs (``run.runtime``: device, ``compile``, threads) are
+    not part of them: switching them keeps the checkpoint. Writes the model file (weights,
+    model config, provenance, step log), the log CSV and the summary (the run's wildcards, the
+    step it resumed from and the provenance) atomically at the end. The checkpoint is written
+    every ``checkpoint_every`` steps and at the last step, and never removed here (``sparselen.resumable``), so a kill at any point, even
     after every output is written, resumes, with nothing left to train after the last step.
 
     ``parallel`` (``sparselen.distributed``, under torchrun): each rank takes its rows of the
     same global batch and the update is that of one process on the whole batch; only rank 0
     writes files. None: one process.
     """
+    files, identity = run.files, run.identity
+    device = parallel.device if parallel is not None else run.runtime.device
     chash, code = config_hash(identity), code_fingerprint()
+    arch = json.loads(json.dumps(model_cfg.to_dict()))  # as the checkpoint's JSON header holds it
     checkpoint = files.checkpoint
     torch.manual_seed(cfg.seed)
     model = build_model(model_cfg).to(device)
@@ -167,7 +145,9 @@ def train(
     step, rows = 0, []
     if checkpoint.exists():
         state = modelfile.load_state(checkpoint, device)
-        if state.get("config_hash") == chash and state.get("code") == code:
+        theirs = {"config": state.get("config_hash"), "code": state.get("code"), "model": state.get("model_config")}
+        differ = [what for what, ours in (("config", chash), ("code", code), ("model", arch)) if theirs[what] != ours]
+        if not differ:
             if parallel is None:
                 model.load_state_dict(state["model"])
                 opt.load_state_dict(state["optimizer"])
@@ -177,9 +157,10 @@ def train(
             step, rows = state["step"], state["log"]
             log.info("resumed from %s at step %d", checkpoint, step)
         else:
-            log.warning("ignoring checkpoint %s: it belongs to config %s and code %s, not %s and %s",
-                        checkpoint, state.get("config_hash"), state.get("code"), chash, code)
-    fwd = torch.compile(wrapped) if compile else wrapped
+            log.warning("ignoring checkpoint %s: another run's (its %s differ: config %s, code %s; this run's: %s, %s)",
+                        checkpoint, " and ".join(differ), theirs["config"], theirs["code"], chash, code)
+    resumed_from = step
+    fwd = torch.compile(wrapped) if run.runtime.compile else wrapped
 
     def state_dicts():
         return (model.state_dict(), opt.state_dict()) if parallel is None else parallel.state_dicts(model, opt)
@@ -188,7 +169,8 @@ def train(
         model_sd, opt_sd = state_dicts()
         if main:
             modelfile.save_state(checkpoint, {"model": model_sd, "optimizer": opt_sd, "scheduler": sched.state_dict(),
-                                              "step": step, "log": rows, "config_hash": chash, "code": code})
+                                              "step": step, "log": rows, "config_hash": chash, "code": code,
+                                              "model_config": arch})
 
     model.train()
     t_last, tokens_since = time.perf_counter(), 0
@@ -236,7 +218,7 @@ def train(
     extra = {} if parallel is None else {"world_size": parallel.world_size, "parallel": parallel.strategy}
     prov = provenance(identity, cfg.seed, device, steps=cfg.steps, run=identity, **extra)
     model_sd, _ = state_dicts()
-    summary = {**(labels or {}), "final_loss": rows[-1]["loss"] if rows else None,
+    summary = {**run.wildcards, "resumed_from_step": resumed_from, "final_loss": rows[-1]["loss"] if rows else None,
                "wall_seconds_this_run": wall, "parameters": model.num_parameters(), **prov}  # FSDP2: global numel
     if main:
         modelfile.save_model(files.model, model_sd, model_cfg, prov, rows)

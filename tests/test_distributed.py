@@ -42,7 +42,7 @@ def tokens(tmp_path_factory):
 def job_spec(out, tokens, processes=1, strategy="auto") -> dict:
     """The language_train job of one model (context 32, pose, seed 0) writing under ``out``."""
     return {"rule": "language_train", "input": {"tokens": str(tokens)},
-            "wildcards": {"ctx": 32, "scheme": "pose", "seed": 0},
+            "wildcards": {"context": 32, "run": "pose", "seed": 0},
             "output": {"model": str(out / "model.pt"), "log_csv": str(out / "log.csv"),
                        "summary": str(out / "summary.json")},
             "params": {"model": MODEL, "scheme": "pose", "pose": {"chunks": 2, "target_length": 256}, "train": TRAIN,

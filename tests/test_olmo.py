@@ -175,14 +175,14 @@ def test_language_steps_run_on_olmo_from_olmo_token_files(tmp_path):
     lang = load()["language"]
     model = {"architecture": "olmo", "variant": "olmo2", "n_layer": 1, "n_head": 2, "d_model": 32, "d_ff": 64}
     train = {**lang["train"], "steps": 20, "batch_tokens": 256, "checkpoint_every": 10, "log_every": 10}
-    run(Job.of("language_train", input={"tokens": tokens}, wildcards={"ctx": 24, "scheme": "pose", "seed": 0},
+    run(Job.of("language_train", input={"tokens": tokens}, wildcards={"context": 24, "run": "pose", "seed": 0},
                output={"model": str(tmp_path / "m.pt"), "log_csv": str(tmp_path / "l.csv"),
                        "summary": str(tmp_path / "s.json")},
                params={"model": model, "scheme": "pose", "pose": {"chunks": 2, "target_length": 64}, "train": train,
                        "checkpoint": str(tmp_path / "ck.pt")}))
     assert (tmp_path / "m.pt").exists()
     run(Job.of("language_loss_by_position", input={"model": str(tmp_path / "m.pt"), "tokens": tokens},
-               output={"losses": str(tmp_path / "pos.csv")},
+               output={"losses": str(tmp_path / "pos.csv")}, wildcards={"context": 24, "run": "pose", "seed": 0},
                params={"eval": {"length": 48, "windows": 4, "seed": 0, "batch_size": 2}}))
     assert pd.read_csv(tmp_path / "pos.csv")["mean"].notna().all()
     analysis = {**lang["analysis"], "candidates": 6, "tokens": 3, "min_benefit": -100.0, "k": [1, 2],

@@ -163,16 +163,16 @@ def test_steps_end_to_end(tmp_path):
     run(Job.of("ppc_eval_data", output={"eval_set": ev}, wildcards={"task": task},
                params={"sampler": sampler_params(p[task]), "sizes": p[task]["eval_sizes"], "eval": p["eval"]}))
     train_params = {k: p[k] for k in ("model", "train", "max_position_id", "random_offset", "id_embedding",
-                                      "position_loss_weight")} | {"task": p[task]}
+                                      "position_loss_weight")} | {"task_config": p[task]}
     csvs = []
     for scheme in runs:
         d = tmp_path / scheme
-        run(Job.of("ppc_train", wildcards={"task": task, "scheme": scheme, "seed": 0},
+        run(Job.of("ppc_train", wildcards={"task": task, "run": scheme, "seed": 0},
                    output={"model": d / "model.pt", "log_csv": d / "log.csv", "summary": d / "s.json"},
                    params={**train_params, "checkpoint": d / "ck.pt", "variant": p["variants"].get(scheme),
                            "pose": p["pose"] if scheme == "pose" else None}))
         run(Job.of("ppc_evaluate", input={"model": d / "model.pt", "eval_set": ev}, output={"eval": d / "eval.csv"},
-                   params={"batch_size": 4}))
+                   wildcards={"task": task, "run": scheme, "seed": 0}, params={"batch_size": 4}))
         csvs.append(str(d / "eval.csv"))
         model, _ = load_model(d / "model.pt", torch.device("cpu"))
         assert (model.cfg.n_head, model.cfg.rotary_pct, model.cfg.d_model) == (4, 0.5, 16)

@@ -29,7 +29,7 @@ def theory_gpt(tmp):
               "gpt": {k: v for k, v in t["gpt"].items() if k != "k"}, "checkpoint": tmp / "checkpoint.pt"}
     outs = [tmp / "model.pt", tmp / "log.csv", tmp / "eval.csv", tmp / "train_summary.json"]
     output = {"model": outs[0], "log_csv": outs[1], "eval": outs[2], "summary": outs[3]}
-    return outs, lambda: run(Job.of("theory_run_gpt", wildcards={"dist": "local", "k": 2, "seed": 0},
+    return outs, lambda: run(Job.of("theory_run_gpt", wildcards={"distribution": "local", "k": 2, "seed": 0},
                                     params=params, output=output))
 
 

@@ -59,7 +59,7 @@ def seconds_per_step(tmp_path) -> float:
     from sparselen.config import load
 
     p = load([*SMOKE, overlay(tmp_path, 80, 10)])["parity"]
-    spec = {"rule": "parity_train", "wildcards": {"K": 2, "seed": 0},
+    spec = {"rule": "parity_train", "wildcards": {"K_train": 2, "seed": 0},
             "output": {"model": str(tmp_path / "p.pt"), "log_csv": str(tmp_path / "p.csv"),
                        "summary": str(tmp_path / "p.json")},
             "params": {**{k: p[k] for k in ("model", "scheme", "pose", "train")}, "checkpoint": str(tmp_path / "pc.pt")}}

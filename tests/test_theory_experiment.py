@@ -11,7 +11,8 @@ import torch
 
 from conftest import smoke_config
 from sparselen.jobs import Job, run
-from sparselen.theory.checks import config_errors, law_gpt
+from sparselen.theory.checks import config_errors
+from sparselen.theory.runs import law_gpt
 from sparselen.theory.evaluate import evaluate, sfa_predict
 from sparselen.theory.report import fit_slopes
 from sparselen.theory.sfa import sfa_window, train_sfa
@@ -97,13 +98,13 @@ def test_runs_table_and_figure_end_to_end(tmp_path):
         d = tmp_path / model / f"k{k}"
         own = {"sfa": t["sfa"]} if model == "sfa" else {"gpt": {key: v for key, v in t["gpt"].items() if key != "k"},
                                                         "checkpoint": d / "ckpt.pt"}
-        run(Job.of(f"theory_run_{model}", wildcards={"dist": "coupled", "k": k, "seed": 0}, params={**shared, **own},
+        run(Job.of(f"theory_run_{model}", wildcards={"distribution": "coupled", "k": k, "seed": 0}, params={**shared, **own},
                    output={"model": d / "model.pt", "log_csv": d / "log.csv", "eval": d / "eval.csv",
                            "summary": d / "train_summary.json"}))
         df = pd.read_csv(d / "eval.csv")
         assert set(df["ratio"]) == set(t["eval"]["ratios"])
         summary = json.loads((d / "train_summary.json").read_text())
-        assert (summary["model"], summary["k"], summary["seed"]) == (model, k, 0) and summary["config_hash"]
+        assert (summary["distribution"], summary["k"], summary["seed"]) == ("coupled", k, 0) and summary["config_hash"]
         assert np.isfinite(df["log_loss"]).all() and df["error"].between(0, 1).all()
         evals.append(d / "eval.csv")
     run(Job.of("theory_table", input={"evals": evals}, params={"floor": 1e-6},

@@ -31,7 +31,7 @@ def train_job(out, steps=600, checkpoint_every=10, compile=False, **runtime) -> 
     """The parity_train job of one model (K_train 2, seed 0) writing under ``out``."""
     params = copy.deepcopy(PARAMS)
     params["train"].update(steps=steps, checkpoint_every=checkpoint_every)
-    return {"rule": "parity_train", "wildcards": {"K": 2, "seed": 0},
+    return {"rule": "parity_train", "wildcards": {"K_train": 2, "seed": 0},
             "output": {"model": str(out / "model.pt"), "log_csv": str(out / "log.csv"),
                        "summary": str(out / "summary.json")},
             "params": {**params, "checkpoint": str(out / "ckpt.pt")},
@@ -128,3 +128,26 @@ def test_summary_is_written_before_the_last_checkpoint_and_it_is_kept(tmp_path, 
     run_job(train_job(tmp_path, steps=20, checkpoint_every=5))
     assert removed == [] and load_state(tmp_path / "ckpt.pt")["step"] == 20
     assert json.loads(outputs[2].read_text())["K_train"] == 2
+
+
+def test_a_param_added_to_the_rule_makes_the_checkpoint_another_runs(tmp_path, caplog):
+    """A run's identity is its rule's params and wildcards (sparselen.run): the same job resumes
+    its checkpoint, and the job with one more param (one the step does not even read) does not."""
+    caplog.set_level(logging.INFO)
+    summary = tmp_path / "summary.json"
+    run_job(train_job(tmp_path, steps=20))
+    assert json.loads(summary.read_text())["resumed_from_step"] == 0
+    run_job(train_job(tmp_path, steps=20))
+    assert json.loads(summary.read_text())["resumed_from_step"] == 20  # same identity: nothing left to train
+    grown = train_job(tmp_path, steps=20)
+    grown["params"]["new_setting"] = 1
+    run_job(grown)
+    assert json.loads(summary.read_text())["resumed_from_step"] == 0
+    assert "ignoring checkpoint" in caplog.text and "its config differ" in caplog.text
+
+
+def test_a_name_used_by_a_param_and_a_wildcard_is_refused(tmp_path):
+    spec = train_job(tmp_path, steps=20)
+    spec["params"]["seed"] = 1
+    with pytest.raises(ValueError, match=r"\['seed'\] name both a param and a wildcard"):
+        run_job(spec)

@@ -32,7 +32,9 @@ def calibrate(quick: bool = False, threads: int = 1, device: str = "cpu") -> Pro
     from sparselen.device import configure_cpu
     from sparselen.model import GPTNeoX, ModelConfig
     from sparselen.device import autocast
-    from sparselen.train import OptimConfig, RunFiles, TrainConfig, train
+    from sparselen.jobs import Runtime
+    from sparselen.run import Run, RunFiles
+    from sparselen.train import OptimConfig, TrainConfig, train
 
     configure_cpu(threads)
     dev = torch.device(device)
@@ -68,7 +70,7 @@ def calibrate(quick: bool = False, threads: int = 1, device: str = "cpu") -> Pro
                                  optim=OptimConfig(warmup_steps=1))
                 files = RunFiles(*(Path(tmp) / n for n in ("m", "l.csv", "s.json", f"c{steps}")))
                 t = clock()
-                train(cfg, tc, batch_fn, files, {"calibrate": steps}, dev)
+                train(cfg, tc, batch_fn, Run({"calibrate": steps}, {}, files, Runtime(dev, False, threads)))
                 files.checkpoint.unlink()
                 return clock() - t
 

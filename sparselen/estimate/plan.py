@@ -88,7 +88,7 @@ def _parity_eval_data(p: dict) -> Work:
 def ppc_jobs(cfg: dict, runtime: float, batches: int = 16) -> list[Job]:
     import torch
 
-    from sparselen.ppc.checks import run_model, task_seeds
+    from sparselen.ppc.runs import run_model, task_seeds
     from sparselen.ppc.jobs import training_batches
     from sparselen.ppc.samples import Samples
     from sparselen.ppc.tasks import TASKS, sampler_params
@@ -255,7 +255,7 @@ def analysis_work(shape: Shape, a: dict, short: int, long: int) -> Work:
 
 
 def theory_jobs(cfg: dict, runtime: float) -> list[Job]:
-    from sparselen.theory.checks import law_gpt
+    from sparselen.theory.runs import law_gpt
     from sparselen.theory.task import eval_lengths, planted_config, valid_lengths
 
     t = cfg["theory"]

@@ -22,7 +22,8 @@ from sparselen.language.evaluate import position_bins
 from sparselen.provenance import provenance
 from sparselen.rng import generator
 from sparselen.stats import t_interval
-from sparselen.train import RunFiles, TrainConfig, load_model
+from sparselen.run import Run
+from sparselen.train import TrainConfig, load_model
 from sparselen.train import train as train_model
 
 log = logging.getLogger(__name__)
@@ -78,29 +79,25 @@ def token_files(job) -> None:
 
 
 def train(job) -> dict:
-    """One LM (wildcards ctx, scheme, seed; the scheme wildcard may name a language.variants
-    entry): params model and scheme (the run's, a variant's resolved), pose, train. With more than one
+    """One LM (wildcards context, run = a scheme or a language.variants entry, seed): params
+    model and scheme (the run's, a variant's resolved), pose, train. With more than one
     process (``language.parallel``: processes per node x nodes) the step starts torchrun and
     runs again in each worker; the workers train the model data-parallel
     (``sparselen.distributed``)."""
-    p, w = job.params, job.wildcards
-    context, scheme, seed = int(w.ctx), w.scheme, int(w.seed)
+    p, run = job.params, Run.of(job)
     settings = parallel_settings(job)
     if settings["processes"] * settings["nodes"] > 1 and not DataParallel.launched():
         distributed.launch(job, settings["processes"], settings["nodes"])  # this step again, in each worker
         return io.read_json(job.output.summary)
     parallel = DataParallel.from_env(job.config["device"], settings["strategy"])
-    device = parallel.device if parallel else runtime(job).device  # a worker's GPU: from_env's choice
     toks = data.load_tokens(job.input.tokens)
     mc = model_config(p.model, toks["vocab_size"], scheme=p.scheme)
+    context = run.wildcards["context"]
     batch_size = max(1, p.train["batch_tokens"] // context)
-    tc = TrainConfig.from_section(p.train, seed, p.pose, batch_size=batch_size)
-    identity = {"model": p.model, "pose": p.pose, "train": p.train, "context": context, "scheme": scheme,
-                "seed": seed, "vocab_size": toks["vocab_size"]}
-    batches = data.training_batches(toks["train"], context, batch_size, seed)
+    tc = TrainConfig.from_section(p.train, run.seed, p.pose, batch_size=batch_size)
+    batches = data.training_batches(toks["train"], context, batch_size, run.seed)
     try:
-        return train_model(mc, tc, batches, RunFiles.of(job), identity, device, {"context": context, "scheme": scheme},
-                           bool(job.config["compile"]), parallel)
+        return train_model(mc, tc, batches, run, parallel)
     finally:
         if parallel is not None:
             parallel.close()
@@ -124,7 +121,7 @@ def loss_by_position(job) -> None:
     for lo, hi in position_bins(length):
         per_window = losses[:, lo - 1:hi - 1].mean(1).numpy()
         mean, low, high = t_interval(per_window)
-        rows.append({"context": prov["run"]["context"], "scheme": prov["run"]["scheme"], "seed": prov["seed"],
+        rows.append({"context": int(job.wildcards.context), "scheme": job.wildcards.run, "seed": prov["seed"],
                      "position": float(np.sqrt(lo * (hi - 1))), "bin_low": lo, "bin_high": hi - 1,
                      "mean": mean, "ci_low": low, "ci_high": high, "n": len(per_window)})
     io.write_csv(pd.DataFrame(rows), job.output.losses)
@@ -165,25 +162,28 @@ def transfer(job) -> None:
     docs = data.load_tokens(job.input.tokens)["eval"]
     screened = pd.read_csv(job.input.screen)
     short, long = job.params.contexts["short"], job.params.contexts["long"]
-    every = prov["run"]["context"] == long
+    context = int(job.wildcards.context)
+    every = context == long
     toks = screened if every else screened[screened["analysed"]]
     losses = analysis.context_losses(model, docs, list(zip(toks["doc"], toks["t"])), [short, long],
                                      job.params.batch_size, dev)
-    df = pd.DataFrame({"doc": toks["doc"].values, "t": toks["t"].values, "context": prov["run"]["context"],
-                       "scheme": prov["run"]["scheme"], "seed": prov["seed"],
+    df = pd.DataFrame({"doc": toks["doc"].values, "t": toks["t"].values, "context": context,
+                       "scheme": job.wildcards.run, "seed": prov["seed"],
                        "parameters": sum(p.numel() for p in model.parameters()),
                        "loss_short": losses[short].numpy(), "loss_long": losses[long].numpy()})
     df["gain"] = df["loss_short"] - df["loss_long"]
     analysed = toks["analysed"].to_numpy(bool)
     io.write_csv(df[analysed], job.output.losses)
     io.write_csv(df if every else df.iloc[:0], job.output.screen_losses)
-    io.write_csv(induction(model, docs, job.params.induction, short, long, job.params.batch_size, dev, prov),
+    labels = {"context": context, "scheme": job.wildcards.run, "seed": prov["seed"]}
+    io.write_csv(induction(model, docs, job.params.induction, short, long, job.params.batch_size, dev, labels),
                  job.output.induction)
 
 
-def induction(model, docs, cfg: dict, short: int, long: int, batch_size: int, device, prov: dict) -> pd.DataFrame:
+def induction(model, docs, cfg: dict, short: int, long: int, batch_size: int, device, labels: dict) -> pd.DataFrame:
     """The induction probe (``cfg`` = language.analysis.induction), one row per sequence: a
-    span repeated with the second copy beyond the short window, filling the long context."""
+    span repeated with the second copy beyond the short window, filling the long context;
+    ``labels`` (context, scheme, seed) on every row."""
     filler = long - cfg["prefix"] - 2 * cfg["span"]
     if cfg["span"] + filler <= short:
         raise ValueError(f"language.analysis.induction: span {cfg['span']} + filler {filler} must exceed the "
@@ -192,7 +192,8 @@ def induction(model, docs, cfg: dict, short: int, long: int, batch_size: int, de
     probe = controls.induction_probe(model, seqs, cfg["prefix"], cfg["span"], short, batch_size, device)
     df = pd.DataFrame({k: v.numpy() for k, v in probe.items()})
     df["sequence"] = np.arange(len(df))
-    df["context"], df["scheme"], df["seed"] = prov["run"]["context"], prov["run"]["scheme"], prov["seed"]
+    for key, value in labels.items():
+        df[key] = value
     return df
 
 

@@ -13,7 +13,8 @@ from sparselen.model import ModelConfig
 from sparselen.parity import report, task
 from sparselen.parity.evaluate import evaluate_grid
 from sparselen.provenance import provenance
-from sparselen.train import RunFiles, TrainConfig, load_model
+from sparselen.run import Run
+from sparselen.train import TrainConfig, load_model
 from sparselen.train import train as train_model
 
 log = logging.getLogger(__name__)
@@ -29,15 +30,13 @@ def eval_data(job) -> None:
 
 
 def train(job) -> dict:
-    """One model (wildcards K, seed) on k ~ Unif{1..K}: params model, scheme, pose, train."""
-    p, K, seed = job.params, int(job.wildcards.K), int(job.wildcards.seed)
-    rt = runtime(job)
+    """One model (wildcards K_train, seed) on k ~ Unif{1..K_train}: params model, scheme, pose, train."""
+    p, run = job.params, Run.of(job)
     mc = ModelConfig(vocab_size=len(task.VOCAB), scheme=p.scheme, **p.model)
-    tc = TrainConfig.from_section(p.train, seed, p.pose)
-    batches = task.training_batches(seed, tc.batch_size, p.train["lengths"], K, p.train["one_length_per_batch"])
-    identity = {"model": p.model, "scheme": p.scheme, "pose": p.pose, "train": p.train, "K_train": K, "seed": seed}
-    return train_model(mc, tc, batches, RunFiles.of(job), identity, rt.device, {"K_train": K, "scheme": p.scheme},
-                       rt.compile)
+    tc = TrainConfig.from_section(p.train, run.seed, p.pose)
+    batches = task.training_batches(run.seed, tc.batch_size, p.train["lengths"], run.wildcards["K_train"],
+                                    p.train["one_length_per_batch"])
+    return train_model(mc, tc, batches, run)
 
 
 def evaluate(job) -> None:

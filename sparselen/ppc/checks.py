@@ -5,29 +5,8 @@ from __future__ import annotations
 from sparselen import variants
 from sparselen.config import model_errors
 from sparselen.model import POSITION_SCHEMES
+from sparselen.ppc.runs import task_model
 from sparselen.ppc.tasks import TASKS, sampler_params
-
-
-def task_model(model: dict, task_cfg: dict) -> dict:
-    """``ppc.model`` with the task's own ``model`` overrides (e.g. fewer rotary dims) on top."""
-    return {**model, **task_cfg.get("model", {})}
-
-
-def task_seeds(p: dict, task: str) -> list[int]:
-    """A task's training seeds: its own ``seeds``, else ``ppc.seeds`` (before seed_offset)."""
-    return p[task].get("seeds", p["seeds"])
-
-
-def run_task(p: dict, task: str) -> dict:
-    """A task's section as one run sees it: without its seed list, which says which runs exist,
-    not what one is (so adding a seed retrains no other)."""
-    return {k: v for k, v in p[task].items() if k != "seeds"}
-
-
-def run_model(p: dict, task_cfg: dict, name: str) -> dict:
-    """The model of run ``name`` on a task: ``ppc.model``, the task's overrides, then the
-    variant's (e.g. RoPE at another base)."""
-    return variants.run_model(task_model(p["model"], task_cfg), p, name)
 
 
 # Per task: the key that must cover the largest size (and why), and a [fewest, most] range key.

@@ -15,14 +15,15 @@ from sparselen import io, variants
 from sparselen.jobs import runtime
 from sparselen.model import ModelConfig
 from sparselen.ppc import report
-from sparselen.ppc.checks import run_model
+from sparselen.ppc.runs import run_model
 from sparselen.ppc.evaluate import evaluate_cells
 from sparselen.ppc.generate import COUPLED
 from sparselen.ppc.samples import random_offsets, to_batch
 from sparselen.ppc.tasks import TASKS, sampler_params
 from sparselen.provenance import provenance
 from sparselen.rng import generator
-from sparselen.train import RunFiles, TrainConfig, load_model
+from sparselen.run import Run
+from sparselen.train import TrainConfig, load_model
 from sparselen.train import train as train_model
 
 log = logging.getLogger(__name__)
@@ -61,26 +62,20 @@ def training_batches(task: str, task_cfg: dict, seed: int, batch_size: int, max_
 
 
 def train(job) -> dict:
-    """One model (wildcards task, scheme = a run name of ppc.schemes, seed): params model,
+    """One model (wildcards task, run = a run name of ppc.schemes, seed): params model,
     variant (the run's ppc.variants entry, or None), pose (for a pose run, else None), train,
-    task, max_position_id, random_offset, id_embedding, position_loss_weight."""
-    p, w = job.params, job.wildcards
-    task, run, seed = w.task, w.scheme, int(w.seed)
-    section = {"model": p.model, "variants": {run: p.variant} if p.variant else {}}
-    scheme = variants.run_scheme(section, run)
-    rt = runtime(job)
+    task_config, max_position_id, random_offset, id_embedding, position_loss_weight."""
+    p, run = job.params, Run.of(job)
+    task, name = run.wildcards["task"], run.wildcards["run"]
+    section = {"model": p.model, "variants": {name: p.variant} if p.variant else {}}
+    scheme = variants.run_scheme(section, name)
     mc = ModelConfig(vocab_size=len(TASKS[task].VOCAB), scheme=scheme, max_position_id=p.max_position_id,
-                     id_embedding=scheme in p.id_embedding, **run_model(section, p.task, run))
-    train_cfg = {**p.train, **({"steps": p.task["steps"]} if "steps" in p.task else {})}
-    tc = TrainConfig.from_section(train_cfg, seed, p.pose, position_loss_weight=p.position_loss_weight)
-    identity = {"model": p.model, "variant": p.variant, "pose": p.pose, "train": p.train, "task": p.task,
-                "max_position_id": p.max_position_id, "random_offset": p.random_offset,
-                "id_embedding": p.id_embedding, "position_loss_weight": p.position_loss_weight, "task_name": task,
-                "scheme": run, "seed": seed}
-    batches = training_batches(task, p.task, seed, tc.batch_size, p.max_position_id, p.random_offset,
+                     id_embedding=scheme in p.id_embedding, **run_model(section, p.task_config, name))
+    train_cfg = {**p.train, **({"steps": p.task_config["steps"]} if "steps" in p.task_config else {})}
+    tc = TrainConfig.from_section(train_cfg, run.seed, p.pose, position_loss_weight=p.position_loss_weight)
+    batches = training_batches(task, p.task_config, run.seed, tc.batch_size, p.max_position_id, p.random_offset,
                                coupled=scheme in COUPLED)
-    return train_model(mc, tc, batches, RunFiles.of(job), identity, rt.device, {"task": task, "scheme": run},
-                       rt.compile)
+    return train_model(mc, tc, batches, run)
 
 
 def evaluate(job) -> None:
@@ -89,7 +84,7 @@ def evaluate(job) -> None:
     model, prov = load_model(job.input.model, dev)
     data = torch.load(job.input.eval_set, weights_only=True)
     df = pd.DataFrame(evaluate_cells(model, data["cells"], job.params.batch_size, dev, task=data["task"],
-                                     scheme=prov["run"]["scheme"], seed=prov["seed"]))
+                                     scheme=job.wildcards.run, seed=prov["seed"]))
     df["config_hash"] = prov["config_hash"]
     io.write_csv(df, job.output.eval)
 

@@ -12,7 +12,6 @@ import pandas as pd
 import torch
 
 from sparselen import io
-from sparselen.jobs import runtime
 from sparselen.model import ModelConfig
 from sparselen.modelfile import save_state
 from sparselen.provenance import config_hash, provenance
@@ -20,19 +19,20 @@ from sparselen.theory import report
 from sparselen.theory.evaluate import evaluate, gpt_predict, sfa_predict
 from sparselen.theory.sfa import sfa_window, train_sfa
 from sparselen.theory.task import eval_lengths, gpt_batches, planted_config, valid_lengths
-from sparselen.train import RunFiles, TrainConfig, load_model
+from sparselen.run import Run, identity as run_identity, typed_wildcards
+from sparselen.train import TrainConfig, load_model
 from sparselen.train import train as train_model
 
 log = logging.getLogger(__name__)
 
 
 def _setting(job):
-    """(planted config, training lengths, {ratio: Lbar}, run labels) of a theory run."""
+    """(planted config, training lengths, {ratio: Lbar}) of a theory run (wildcards
+    distribution, k, seed)."""
     p, w = job.params, job.wildcards
-    pc = planted_config(p.task, w.dist, int(w.k))
+    pc = planted_config(p.task, w.distribution, int(w.k))
     lo, L = p.train["lengths"]
-    run = {"distribution": w.dist, "k": int(w.k), "seed": int(w.seed)}
-    return pc, valid_lengths(pc, lo, L), eval_lengths(L, p.eval["ratios"]), run
+    return pc, valid_lengths(pc, lo, L), eval_lengths(L, p.eval["ratios"])
 
 
 def _write_eval(job, predict, pc, targets, labels: dict) -> None:
@@ -47,12 +47,11 @@ def _write_eval(job, predict, pc, targets, labels: dict) -> None:
 def run_sfa(job) -> None:
     """The idealized sparse-functional-attention model (params task, train, eval, sfa) on one
     (distribution, k, seed); always on CPU (tuples are gathered, not a GPU-shaped workload)."""
-    p = job.params
-    pc, lengths, targets, run = _setting(job)
+    p, identity, run = job.params, run_identity(job), typed_wildcards(job)
+    pc, lengths, targets = _setting(job)
     window = sfa_window(pc, p.sfa["window"], lengths)
     net, rows = train_sfa(pc, p.sfa, lengths, run["seed"], window)
-    identity = {"task": p.task, "train": p.train, "eval": p.eval, "sfa": p.sfa}
-    prov = provenance(identity, run["seed"], torch.device("cpu"), run={"model": "sfa", **run})
+    prov = provenance(identity, run["seed"], torch.device("cpu"), run={"model": "sfa", **identity})
     save_state(job.output.model, {"model": net.state_dict(), "planted": pc.to_dict(), "window": window, "sfa": p.sfa,
                                   "provenance": prov})
     io.write_csv(pd.DataFrame(rows), job.output.log_csv)
@@ -65,20 +64,18 @@ def run_sfa(job) -> None:
 def run_gpt(job) -> None:
     """A GPT-NeoX (params task, train, eval, gpt) on one (distribution, k, seed), with the
     scheme ``gpt.schemes[distribution]``."""
-    p = job.params
-    pc, lengths, targets, run = _setting(job)
-    rt = runtime(job)
+    p, run = job.params, Run.of(job)
+    pc, lengths, targets = _setting(job)
     g = p.gpt
-    scheme = g["schemes"][run["distribution"]]
+    scheme = g["schemes"][run.wildcards["distribution"]]
     mc = ModelConfig(vocab_size=pc.vocab_size, scheme=scheme, **g["model"])
     longest = max(targets.values()) + 1
-    tc = TrainConfig.from_section(g["train"], run["seed"], {"chunks": g["pose"]["chunks"], "target_length": longest})
-    batches = gpt_batches(pc, lengths, tc.batch_size, run["seed"], scheme == "coupled", longest)
-    identity = {"task": p.task, "train": p.train, "eval": p.eval, "gpt": g, "model": "gpt", **run}
-    train_model(mc, tc, batches, RunFiles.of(job), identity, rt.device, {"model": "gpt", **run}, rt.compile)
-    net, prov = load_model(job.output.model, rt.device)
+    tc = TrainConfig.from_section(g["train"], run.seed, {"chunks": g["pose"]["chunks"], "target_length": longest})
+    batches = gpt_batches(pc, lengths, tc.batch_size, run.seed, scheme == "coupled", longest)
+    train_model(mc, tc, batches, run)
+    net, prov = load_model(job.output.model, run.runtime.device)
     _write_eval(job, gpt_predict(net, pc, scheme == "coupled"), pc, targets,
-                {"model": "gpt", **run, "window": None, "scheme": scheme, "config_hash": prov["config_hash"]})
+                {"model": "gpt", **run.wildcards, "window": None, "scheme": scheme, "config_hash": prov["config_hash"]})
 
 
 def table(job) -> None:

@@ -35,10 +35,11 @@ THREADS = config["threads"]
 
 wildcard_constraints:
     seed=r"\d+",
-    K=r"\d+",
+    K_train=r"\d+",
     k=r"\d+",
-    ctx=r"\d+",
-    scheme="|".join(
+    context=r"\d+",
+    # a run name: a position scheme or a <slice>.variants entry (sparselen/variants.py)
+    run="|".join(
         [
             *POSITION_SCHEMES,
             *config.get("ppc", {}).get("variants", {}),
@@ -53,7 +54,7 @@ def training_seeds(section):
 
 
 def train_outputs(run):
-    """The files of one training run under the directory `run` (sparselen.train.RunFiles)."""
+    """The files of one training run under the directory `run` (sparselen.run.RunFiles)."""
     return {
         "model": f"{run}/model.pt",
         "log_csv": f"{run}/train_log.csv",
@@ -211,12 +212,12 @@ def ppc_pose(wildcards):
     from sparselen.variants import run_scheme
 
     ppc = config["ppc"]
-    return ppc.get("pose") if run_scheme(ppc, wildcards.scheme) == "pose" else None
+    return ppc.get("pose") if run_scheme(ppc, wildcards.run) == "pose" else None
 
 
 def theory_gpt(wildcards):
     """theory.gpt as the run's law sees it (law_train applied): a change to one law's
     training retrains that law's runs only."""
-    from sparselen.theory.checks import law_gpt
+    from sparselen.theory.runs import law_gpt
 
-    return law_gpt(config["theory"]["gpt"], wildcards.dist)
+    return law_gpt(config["theory"]["gpt"], wildcards.distribution)

@@ -1,5 +1,5 @@
 # Natural language (docs/reconstruction.md, "Natural language"): corpus -> tokenizer -> tokens
-# -> train per (context, scheme, seed) -> loss by position per run; the reference
+# -> train per (context, run, seed) -> loss by position per run; the reference
 # (long-context) model -> sparse-dependency analysis per seed -> every run's losses on the
 # analysed tokens -> tables -> figures.
 import sparselen.variants
@@ -11,11 +11,11 @@ LANG_CTX = LANG["contexts"]
 LANG_PROCS = LANG["parallel"]["processes"]
 LANG_NODES = LANG["parallel"]["nodes"]
 LANG_DIR = "results/language"
-LANG_RUN = f"{LANG_DIR}/ctx{{ctx}}/{{scheme}}/seed{{seed}}"
+LANG_RUN = f"{LANG_DIR}/ctx{{context}}/{{run}}/seed{{seed}}"
 LANG_RUNS = [
-    f"{LANG_DIR}/ctx{LANG_CTX[size]}/{scheme}/seed{seed}"
+    f"{LANG_DIR}/ctx{LANG_CTX[size]}/{run}/seed{seed}"
     for size in ("short", "long")
-    for scheme in LANG["schemes"][size]
+    for run in LANG["schemes"][size]
     for seed in training_seeds(LANG)
 ]
 LANG_REF_RUN = (
@@ -119,9 +119,9 @@ rule language_train:
     output:
         **train_outputs(LANG_RUN),
     log:
-        "logs/language/train/ctx{ctx}_{scheme}_seed{seed}.log",
+        "logs/language/train/ctx{context}_{run}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/language/train/ctx{ctx}_{scheme}_seed{seed}.tsv"
+        "results/benchmarks/language/train/ctx{context}_{run}_seed{seed}.tsv"
     priority: LANG_PRIORITY
     group:
         GROUP_MODEL
@@ -131,8 +131,8 @@ rule language_train:
     resources:
         **job_resources(processes=LANG_PROCS, nodes=LANG_NODES),
     params:
-        model=lambda w: sparselen.variants.run_model(LANG["model"], LANG, w.scheme),
-        scheme=lambda w: sparselen.variants.run_scheme(LANG, w.scheme),
+        model=lambda w: sparselen.variants.run_model(LANG["model"], LANG, w.run),
+        scheme=lambda w: sparselen.variants.run_scheme(LANG, w.run),
         pose=LANG["pose"],
         train=LANG["train"],
         checkpoint=f"{LANG_RUN}/checkpoint.pt",
@@ -147,9 +147,9 @@ rule language_loss_by_position:
     output:
         losses=f"{LANG_RUN}/loss_by_position.csv",
     log:
-        "logs/language/loss_by_position/ctx{ctx}_{scheme}_seed{seed}.log",
+        "logs/language/loss_by_position/ctx{context}_{run}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/language/loss_by_position/ctx{ctx}_{scheme}_seed{seed}.tsv"
+        "results/benchmarks/language/loss_by_position/ctx{context}_{run}_seed{seed}.tsv"
     group:
         GROUP_MODEL
     conda:
@@ -198,9 +198,9 @@ rule language_transfer:
         screen_losses=f"{LANG_RUN}/screen_losses.csv",
         induction=f"{LANG_RUN}/induction.csv",
     log:
-        "logs/language/transfer/ctx{ctx}_{scheme}_seed{seed}.log",
+        "logs/language/transfer/ctx{context}_{run}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/language/transfer/ctx{ctx}_{scheme}_seed{seed}.tsv"
+        "results/benchmarks/language/transfer/ctx{context}_{run}_seed{seed}.tsv"
     conda:
         ENV
     threads: THREADS

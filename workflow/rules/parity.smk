@@ -2,8 +2,8 @@
 # (K_train, seed) -> evaluate per (K_train, seed) -> table -> figure.
 PARITY = config["parity"]
 PARITY_DIR = "results/parity"
-PARITY_RUN = f"{PARITY_DIR}/K{{K}}/seed{{seed}}"
-PARITY_RUNS = expand(PARITY_RUN, K=PARITY["K_train"], seed=training_seeds(PARITY))
+PARITY_RUN = f"{PARITY_DIR}/K{{K_train}}/seed{{seed}}"
+PARITY_RUNS = expand(PARITY_RUN, K_train=PARITY["K_train"], seed=training_seeds(PARITY))
 
 
 rule parity_eval_data:
@@ -27,9 +27,9 @@ rule parity_train:
     output:
         **train_outputs(PARITY_RUN),
     log:
-        "logs/parity/train/K{K}_seed{seed}.log",
+        "logs/parity/train/K{K_train}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/parity/train/K{K}_seed{seed}.tsv"
+        "results/benchmarks/parity/train/K{K_train}_seed{seed}.tsv"
     group:
         GROUP_MODEL
     conda:
@@ -54,9 +54,9 @@ rule parity_evaluate:
     output:
         eval=f"{PARITY_RUN}/eval.csv",
     log:
-        "logs/parity/evaluate/K{K}_seed{seed}.log",
+        "logs/parity/evaluate/K{K_train}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/parity/evaluate/K{K}_seed{seed}.tsv"
+        "results/benchmarks/parity/evaluate/K{K_train}_seed{seed}.tsv"
     group:
         GROUP_MODEL
     conda:

@@ -1,17 +1,17 @@
 # Position coupling and PPC (docs/reconstruction.md, "Position coupling and PPC"): evaluation
-# set per task -> train per (task, scheme, seed) -> evaluate per (task, scheme, seed) -> table
+# set per task -> train per (task, run, seed) -> evaluate per (task, run, seed) -> table
 # -> figure.
-import sparselen.ppc.checks
+import sparselen.ppc.runs
 import sparselen.ppc.tasks
 
 PPC = config["ppc"]
 PPC_DIR = "results/ppc"
-PPC_RUN = f"{PPC_DIR}/{{task}}/{{scheme}}/seed{{seed}}"
+PPC_RUN = f"{PPC_DIR}/{{task}}/{{run}}/seed{{seed}}"
 PPC_RUNS = [
-    PPC_RUN.format(task=task, scheme=scheme, seed=seed)
+    PPC_RUN.format(task=task, run=run, seed=seed)
     for task in PPC["tasks"]
-    for scheme in PPC["schemes"]
-    for seed in training_seeds({"seeds": sparselen.ppc.checks.task_seeds(PPC, task)})
+    for run in PPC["schemes"]
+    for seed in training_seeds({"seeds": sparselen.ppc.runs.task_seeds(PPC, task)})
 ]
 
 
@@ -42,9 +42,9 @@ rule ppc_train:
     output:
         **train_outputs(PPC_RUN),
     log:
-        "logs/ppc/train/{task}_{scheme}_seed{seed}.log",
+        "logs/ppc/train/{task}_{run}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/ppc/train/{task}_{scheme}_seed{seed}.tsv"
+        "results/benchmarks/ppc/train/{task}_{run}_seed{seed}.tsv"
     group:
         GROUP_MODEL
     conda:
@@ -54,10 +54,10 @@ rule ppc_train:
         **job_resources(),
     params:
         model=PPC["model"],
-        variant=lambda w: PPC["variants"].get(w.scheme),
+        variant=lambda w: PPC["variants"].get(w.run),
         pose=ppc_pose,
         train=PPC["train"],
-        task=lambda w: sparselen.ppc.checks.run_task(PPC, w.task),
+        task_config=lambda w: sparselen.ppc.runs.run_task_config(PPC, w.task),
         max_position_id=PPC["max_position_id"],
         random_offset=PPC["random_offset"],
         id_embedding=PPC["id_embedding"],
@@ -74,9 +74,9 @@ rule ppc_evaluate:
     output:
         eval=f"{PPC_RUN}/eval.csv",
     log:
-        "logs/ppc/evaluate/{task}_{scheme}_seed{seed}.log",
+        "logs/ppc/evaluate/{task}_{run}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/ppc/evaluate/{task}_{scheme}_seed{seed}.tsv"
+        "results/benchmarks/ppc/evaluate/{task}_{run}_seed{seed}.tsv"
     group:
         GROUP_MODEL
     conda:

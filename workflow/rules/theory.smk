@@ -2,16 +2,16 @@
 # trains on lengths <= L and evaluates up to Lbar -> table of errors and slopes -> figure.
 THEORY = config["theory"]
 THEORY_DIR = "results/theory"
-THEORY_SFA_RUN = f"{THEORY_DIR}/sfa/{{dist}}/k{{k}}/seed{{seed}}"
-THEORY_GPT_RUN = f"{THEORY_DIR}/gpt/{{dist}}/k{{k}}/seed{{seed}}"
+THEORY_SFA_RUN = f"{THEORY_DIR}/sfa/{{distribution}}/k{{k}}/seed{{seed}}"
+THEORY_GPT_RUN = f"{THEORY_DIR}/gpt/{{distribution}}/k{{k}}/seed{{seed}}"
 THEORY_RUNS = expand(
     THEORY_SFA_RUN,
-    dist=THEORY["distributions"],
+    distribution=THEORY["distributions"],
     k=THEORY["k"],
     seed=training_seeds(THEORY),
 ) + expand(
     THEORY_GPT_RUN,
-    dist=THEORY["distributions"],
+    distribution=THEORY["distributions"],
     k=THEORY["gpt"]["k"],
     seed=training_seeds(THEORY),
 )
@@ -19,7 +19,7 @@ THEORY_SHARED = {key: THEORY[key] for key in ("task", "train", "eval")}
 
 
 wildcard_constraints:
-    dist="local|nonlocal|coupled",
+    distribution="local|nonlocal|coupled",
 
 
 rule theory_run_gpt:
@@ -27,9 +27,9 @@ rule theory_run_gpt:
         **train_outputs(THEORY_GPT_RUN),
         eval=f"{THEORY_GPT_RUN}/eval.csv",
     log:
-        "logs/theory/gpt/{dist}_k{k}_seed{seed}.log",
+        "logs/theory/gpt/{distribution}_k{k}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/theory/gpt/{dist}_k{k}_seed{seed}.tsv"
+        "results/benchmarks/theory/gpt/{distribution}_k{k}_seed{seed}.tsv"
     group:
         GROUP_MODEL
     conda:
@@ -50,9 +50,9 @@ rule theory_run_sfa:
         **train_outputs(THEORY_SFA_RUN),
         eval=f"{THEORY_SFA_RUN}/eval.csv",
     log:
-        "logs/theory/sfa/{dist}_k{k}_seed{seed}.log",
+        "logs/theory/sfa/{distribution}_k{k}_seed{seed}.log",
     benchmark:
-        "results/benchmarks/theory/sfa/{dist}_k{k}_seed{seed}.tsv"
+        "results/benchmarks/theory/sfa/{distribution}_k{k}_seed{seed}.tsv"
     group:
         GROUP_CPU_TRAIN
     conda:
