@@ -39,7 +39,7 @@ import torch
 from sparselen.architectures import build_model, model_config
 from sparselen.language import corpus as corpora
 from sparselen.language import controls, data, tokenizer as tokenizers
-from sparselen.language.bootstrap import cluster_ci
+from sparselen.stats import cluster_ci
 from sparselen.language.analysis import screen
 from sparselen.train import OptimConfig, TrainConfig, apply_position_scheme, loss_fn, lr_lambda, make_optimizer
 

@@ -1,13 +1,49 @@
-"""Across-seed summaries: mean and a 95% Student-t interval.
+"""Every interval and resampling primitive of the pipeline, in one place.
 
-Seeds are the unit of replication (the paper's figures show intervals over training runs),
-so the interval is over per-seed accuracies; with one seed there is no interval (NaN).
+- Across seeds (the unit of replication: the paper's figures show intervals over training
+  runs): the Student-t interval of per-seed values (``t_interval``, ``summarize``).
+- Over runs and evaluation samples: hierarchical bootstrap replicates of cell accuracies
+  (``resample_accuracy``).
+- Over tokens (the natural-language statistics): plain bootstrap (``bootstrap_ci``) and
+  resamples of whole documents (``ClusterBootstrap``, ``cluster_interval``, ``cluster_ci``),
+  since tokens of one document are not independent.
+
+``Resampling`` carries the bootstrap settings; its generators are keyed by names, so every
+statistic draws the same replicates in every process.
 """
 
 from __future__ import annotations
 
+import zlib
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """Bootstrap replicates, their seed and the interval's level."""
+
+    n_boot: int = 2000
+    seed: int = 0
+    level: float = 0.95
+
+    def rng(self, *key) -> np.random.Generator:
+        """A generator per key (claim, group, table): stable across processes (crc32, not hash())."""
+        return np.random.default_rng([self.seed, *[zlib.crc32(str(k).encode()) for k in key]])
+
+    def interval(self, boot: np.ndarray) -> tuple[float, float]:
+        """Percentile interval of the finite replicates (NaN when there are none)."""
+        a = (1 - self.level) / 2
+        boot = np.asarray(boot, dtype=float)
+        boot = boot[np.isfinite(boot)]
+        if boot.size == 0:
+            return float("nan"), float("nan")
+        return float(np.quantile(boot, a)), float(np.quantile(boot, 1 - a))
+
+
+# ----------------------------------------------------------------------------- across seeds
 
 
 def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
@@ -33,3 +69,117 @@ def summarize(df: pd.DataFrame, by: list[str], value: str, seed_col: str = "seed
         rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))),
                      "mean": mean, "ci_low": lo, "ci_high": hi, "n_seeds": g[seed_col].nunique()})
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- runs and samples
+
+
+def resample_accuracy(runs: pd.DataFrame, cells: list[str], s: Resampling, *key):
+    """Cell accuracies of per-run rows (columns ``cells`` + seed, n, correct), where cells may
+    have different runs: the point estimate (pooled over runs) and hierarchical bootstrap
+    replicates (runs with replacement, then each cell binomially at its measured accuracy).
+    Returns (index of cells, point [cells], boot [cells, n_boot]); NaN where a replicate
+    drew no run of a cell."""
+    table = runs.groupby([*cells, "seed"], sort=True)[["correct", "n"]].sum().unstack("seed", fill_value=0)
+    c = table["correct"]
+    C, N = c.to_numpy(float), table["n"].to_numpy(float)
+    point = C.sum(1) / N.sum(1)
+    rng = s.rng(*key)
+    idx = rng.integers(0, C.shape[1], size=(s.n_boot, C.shape[1]))
+    Nb = N[:, idx]  # cells x boot x runs
+    p = np.divide(C, N, out=np.zeros_like(C), where=N > 0)[:, idx]
+    draws = rng.binomial(Nb.astype(np.int64), p)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        boot = draws.sum(-1) / Nb.sum(-1)
+    return c.index, point, boot
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman rho of ``x`` [m] with each column of ``y`` [m] or [m, B]; 0 when y is
+    constant, NaN for a column with a NaN."""
+    from scipy.stats import rankdata
+
+    y2 = y.reshape(len(y), -1)
+    bad = ~np.isfinite(y2).all(0)
+    rx = rankdata(x)
+    ry = rankdata(np.where(np.isfinite(y2), y2, 0), axis=0)
+    rx, ry = rx - rx.mean(), ry - ry.mean(0)
+    den = np.sqrt((rx**2).sum() * (ry**2).sum(0))
+    rho = np.divide((rx[:, None] * ry).sum(0), den, out=np.zeros(y2.shape[1]), where=den > 0)
+    rho[bad] = np.nan
+    return rho if y.ndim > 1 else rho[0]
+
+
+# ----------------------------------------------------------------------------- tokens
+
+
+def bootstrap_ci(values, stat=np.median, n_boot: int = 2000, seed: int = 0,
+                 level: float = 0.95) -> tuple[float, float, float]:
+    """(stat(values), low, high): percentile interval of ``stat`` over ``n_boot`` resamples
+    with replacement; NaN interval for fewer than two values."""
+    v = np.asarray(values, dtype=float)
+    if len(v) == 0:
+        return float("nan"), float("nan"), float("nan")
+    point = float(stat(v))
+    if len(v) < 2:
+        return point, float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    stats = stat(v[rng.integers(0, len(v), (n_boot, len(v)))], axis=1)
+    lo, hi = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
+    return point, float(lo), float(hi)
+
+
+class ClusterBootstrap:
+    """Resamples of whole clusters (e.g. documents) with replacement, as weights: replicate b
+    gives every row the number of times its cluster was drawn. One set of draws serves every
+    table whose rows carry the cluster (so statistics of several tables stay paired)."""
+
+    def __init__(self, units, s: Resampling, *key):
+        self.units = np.array(sorted(set(units)), dtype=object)
+        rng = s.rng(*key)
+        draws = rng.integers(0, len(self.units), size=(s.n_boot, len(self.units)))
+        self.counts = np.stack([np.bincount(d, minlength=len(self.units)) for d in draws]).astype(float)
+        self.s = s
+
+    def weights(self, units) -> np.ndarray:
+        """(n_boot, rows) weights of rows belonging to ``units``."""
+        index = pd.Index(self.units).get_indexer(np.asarray(units, dtype=object))
+        return self.counts[:, index]
+
+    def interval(self, point: float, boot: np.ndarray) -> tuple[float, float, float]:
+        if len(self.units) < 2:
+            return point, float("nan"), float("nan")
+        return (point, *self.s.interval(boot))
+
+
+def weighted_mean(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (w * x).sum(-1) / w.sum(-1)
+
+
+def weighted_median(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Median of ``x`` under each row of weights ``w`` (the lower median on ties)."""
+    order = np.argsort(x, kind="stable")
+    cum = np.cumsum(w[..., order], axis=-1)
+    idx = (cum >= cum[..., -1:] / 2).argmax(-1)
+    out = x[order][idx]
+    return np.where(cum[..., -1] > 0, out, np.nan)
+
+
+def cluster_interval(point: float, statistic, clusters, n_boot: int = 2000, seed: int = 0,
+                     level: float = 0.95) -> tuple[float, float, float]:
+    """(point, low, high): percentile interval of ``statistic(weights)`` (one value per row of
+    ``weights``) over resamples of the clusters (``ClusterBootstrap``); NaN interval for fewer
+    than two clusters."""
+    boot = ClusterBootstrap(clusters, Resampling(n_boot=n_boot, seed=seed, level=level), "language-table")
+    return boot.interval(point, statistic(boot.weights(clusters)))
+
+
+def cluster_ci(values, clusters, stat=weighted_mean, n_boot: int = 2000, seed: int = 0,
+               level: float = 0.95) -> tuple[float, float, float]:
+    """(stat, low, high) of ``values`` with its cluster-resampled interval (``cluster_interval``)."""
+    v = np.asarray(values, dtype=float)
+    if len(v) == 0:
+        return float("nan"), float("nan"), float("nan")
+    return cluster_interval(float(stat(v, np.ones((1, len(v))))[0]), lambda w: stat(v, w), clusters,
+                            n_boot, seed, level)

@@ -12,7 +12,7 @@ import torch
 
 from conftest import validated
 from sparselen.language import analysis, checks, controls, corpus, data, dependency, tokenizer
-from sparselen.language.bootstrap import bootstrap_ci, cluster_ci, weighted_median
+from sparselen.stats import bootstrap_ci, cluster_ci, weighted_median
 from sparselen.language.evaluate import last_token_loss, subset_loss
 from sparselen.model import GPTNeoX, ModelConfig
 

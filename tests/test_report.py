@@ -308,14 +308,14 @@ def language_tables(benefit=0.5, recovered=0.9, null=0.2, sparse_gain=0.8, dense
             for method, top in (("greedy", recovered), ("greedy_null", null)):
                 for k in (1, 2, 16):
                     r = top if (sparse and method == "greedy") or k == 16 else top * 0.3
-                    deps.append({"doc": d, "t": t, "method": method, "k": k, "recovered": r + shift,
+                    deps.append({"doc": d, "t": t, "seed": 0, "method": method, "k": k, "recovered": r + shift,
                                  "L_short": 3.0, "L_long": 3.0 - b})
             if planted is not None:
-                deps += [{"doc": d, "t": 100 + t, "method": "greedy_planted", "k": k, "recovered": planted + shift,
-                          "L_short": 3.0, "L_long": 2.0} for k in (1, 2)]
+                deps += [{"doc": d, "t": 100 + t, "seed": 0, "method": "greedy_planted", "k": k,
+                          "recovered": planted + shift, "L_short": 3.0, "L_long": 2.0} for k in (1, 2)]
             for scheme in ("rope", "pose"):
                 g = (sparse_gain if sparse else dense_gain) * b + shift
-                transfer.append({"doc": d, "t": t, "context": 32, "scheme": scheme, "gain": g})
+                transfer.append({"doc": d, "t": t, "seed": 0, "context": 32, "scheme": scheme, "gain": g})
     return {"language": {"screen": pd.DataFrame(screen), "deps": pd.DataFrame(deps),
                          "transfer": pd.DataFrame(transfer)}}
 

@@ -137,14 +137,3 @@ def planted_control(model, docs, cfg: dict, short: int, long: int, device) -> tu
     cols = ["doc", "t", "target", "L_short", "L_long", "target_in_far", "top_distance", "distance", "source_first"]
     return scr, dependency_rows(rows, tokens, cols, short, long)
 
-
-def sparsity_level(deps: pd.DataFrame, fraction: float) -> pd.DataFrame:
-    """Per analysed token, the smallest greedy k recovering ``fraction`` of the benefit
-    (as a label: "1", "2", ..., or ">kmax")."""
-    g = deps[deps["method"] == "greedy"]
-    kmax = int(g["k"].max())
-    out = []
-    for (doc, t), tok in g.groupby(["doc", "t"], sort=True):
-        hit = tok[tok["recovered"] >= fraction]["k"]
-        out.append({"doc": doc, "t": t, "sparsity": str(int(hit.min())) if len(hit) else f">{kmax}"})
-    return pd.DataFrame(out)

@@ -7,11 +7,10 @@ import numpy as np
 import pandas as pd
 
 from sparselen import io
-from sparselen.language import analysis
-from sparselen.language.bootstrap import bootstrap_ci, cluster_ci, cluster_interval, weighted_mean, weighted_median
+from sparselen.language.sparsity import SPARSE_K, sparsity_level, token_sparsity
 from sparselen.provenance import provenance
-from sparselen.report.claims import SPARSE_K, SPARSE_SHARE
-from sparselen.stats import t_interval
+from sparselen.stats import (bootstrap_ci, cluster_ci, cluster_interval, t_interval, weighted_mean,
+                             weighted_median)
 from sparselen.tables import read_tables, runs_provenance, write_table
 
 
@@ -38,7 +37,7 @@ def tables(cfg: dict, deps_csvs, transfer_csvs, position_csvs, out, screen_csvs=
                     out.model_scale_md, "Natural language: the long-context models by size, mean gain L_short - L_long "
                     "on the random screened tokens (95% interval clustered by document) and the induction probe's "
                     "copy1 - copy2 (sequences resampled)", prov)
-        write_table(dependency_types(deps, transfer, boot), out.dependency_types_csv, out.dependency_types_md,
+        write_table(dependency_types(deps, transfer, cfg["sparse_fraction"], boot), out.dependency_types_csv, out.dependency_types_md,
                     "Natural language: analysed tokens by dependency type; recovered by greedy k = 1, 2 (median) and "
                     "each model's long-context gain normalised by the reference's benefit (mean), 95% bootstrap "
                     "intervals clustered by document", prov)
@@ -57,7 +56,7 @@ def tables(cfg: dict, deps_csvs, transfer_csvs, position_csvs, out, screen_csvs=
 
     levels = []
     for seed, g in deps.groupby("seed"):
-        lv = analysis.sparsity_level(g, cfg["sparse_fraction"])
+        lv = sparsity_level(g, cfg["sparse_fraction"])
         lv["seed"] = seed
         levels.append(lv)
     joined = transfer.merge(pd.concat(levels), on=["doc", "t", "seed"])
@@ -167,11 +166,11 @@ def model_scale(screen_losses: pd.DataFrame, induction: pd.DataFrame, boot: dict
     return pd.DataFrame(rows).sort_values("parameters")
 
 
-def dependency_types(deps: pd.DataFrame, transfer: pd.DataFrame, boot: dict) -> pd.DataFrame:
+def dependency_types(deps: pd.DataFrame, transfer: pd.DataFrame, share: float, boot: dict) -> pd.DataFrame:
     """Analysed tokens split by whether the target occurs in the far context, by the distance of
-    greedy's first token (in octaves of the short window) and by sparsity (greedy k <= SPARSE_K
-    recovers SPARSE_SHARE); per group and model the mean normalised gain; per model also the
-    sparse minus dense difference."""
+    greedy's first token (in octaves of the short window) and by sparsity (``token_sparsity`` at
+    ``share``); per group and model the mean normalised gain; per model also the sparse minus
+    dense difference."""
     g = deps[deps["method"] == "greedy"]
     tok = g.groupby(["doc", "t", "seed"]).first()[["L_short", "L_long", "target_in_far", "top_distance",
                                                    "far_tokens"]].reset_index()
@@ -179,8 +178,7 @@ def dependency_types(deps: pd.DataFrame, transfer: pd.DataFrame, boot: dict) -> 
     short = int(transfer["context"].min())
     tok["distance_bin"] = [f"{short * 2 ** int(np.log2(d / short))}-{short * 2 ** (int(np.log2(d / short)) + 1) - 1}"
                            for d in tok["top_distance"]]
-    sparse = g[g["k"] <= SPARSE_K].groupby(["doc", "t", "seed"])["recovered"].max().ge(SPARSE_SHARE)
-    tok = tok.merge(sparse.rename("sparse").reset_index(), on=["doc", "t", "seed"])
+    tok = tok.merge(token_sparsity(deps, share)[["doc", "t", "seed", "sparse"]], on=["doc", "t", "seed"])
     rec = {k: g[g["k"] == k].set_index(["doc", "t", "seed"])["recovered"] for k in (1, 2) if k in set(g["k"])}
     for k, r in rec.items():
         tok = tok.merge(r.rename(f"recovered_k{k}").reset_index(), on=["doc", "t", "seed"])

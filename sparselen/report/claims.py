@@ -28,7 +28,9 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
+
+from sparselen.language.sparsity import token_sparsity as sparsity_of_tokens
+from sparselen.stats import ClusterBootstrap, resample_accuracy, spearman, weighted_mean, weighted_median
 
 HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "does not hold", "inconclusive", "not run"
 
@@ -136,80 +138,6 @@ def combine(results: list[Result]) -> tuple[str, str]:
         return HOLDS, "; ".join(f"{r.group}: {r.reason}" for r in results)
     open_ = [r for r in results if r.verdict != HOLDS]
     return INCONCLUSIVE, "; ".join(f"{r.group}: {r.reason}" for r in open_)
-
-
-# ----------------------------------------------------------------------------- statistics
-
-
-def resample_accuracy(runs: pd.DataFrame, cells: list[str], s: Settings, *key):
-    """Cell accuracies of per-run rows (columns ``cells`` + seed, n, correct), where cells may
-    have different runs: the point estimate (pooled over runs) and hierarchical bootstrap
-    replicates (runs with replacement, then each cell binomially at its measured accuracy).
-    Returns (index of cells, point [cells], boot [cells, n_boot]); NaN where a replicate
-    drew no run of a cell."""
-    table = runs.groupby([*cells, "seed"], sort=True)[["correct", "n"]].sum().unstack("seed", fill_value=0)
-    c = table["correct"]
-    C, N = c.to_numpy(float), table["n"].to_numpy(float)
-    point = C.sum(1) / N.sum(1)
-    rng = s.rng(*key)
-    idx = rng.integers(0, C.shape[1], size=(s.n_boot, C.shape[1]))
-    Nb = N[:, idx]  # cells x boot x runs
-    p = np.divide(C, N, out=np.zeros_like(C), where=N > 0)[:, idx]
-    draws = rng.binomial(Nb.astype(np.int64), p)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        boot = draws.sum(-1) / Nb.sum(-1)
-    return c.index, point, boot
-
-
-def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman rho of ``x`` [m] with each column of ``y`` [m] or [m, B]; 0 when y is
-    constant, NaN for a column with a NaN."""
-    y2 = y.reshape(len(y), -1)
-    bad = ~np.isfinite(y2).all(0)
-    rx = rankdata(x)
-    ry = rankdata(np.where(np.isfinite(y2), y2, 0), axis=0)
-    rx, ry = rx - rx.mean(), ry - ry.mean(0)
-    den = np.sqrt((rx**2).sum() * (ry**2).sum(0))
-    rho = np.divide((rx[:, None] * ry).sum(0), den, out=np.zeros(y2.shape[1]), where=den > 0)
-    rho[bad] = np.nan
-    return rho if y.ndim > 1 else rho[0]
-
-
-class ClusterBootstrap:
-    """Resamples of whole clusters (e.g. documents) with replacement, as weights: replicate b
-    gives every row the number of times its cluster was drawn. One set of draws serves every
-    table whose rows carry the cluster (so statistics of several tables stay paired)."""
-
-    def __init__(self, units, s: Settings, *key):
-        self.units = np.array(sorted(set(units)), dtype=object)
-        rng = s.rng(*key)
-        draws = rng.integers(0, len(self.units), size=(s.n_boot, len(self.units)))
-        self.counts = np.stack([np.bincount(d, minlength=len(self.units)) for d in draws]).astype(float)
-        self.s = s
-
-    def weights(self, units) -> np.ndarray:
-        """(n_boot, rows) weights of rows belonging to ``units``."""
-        index = pd.Index(self.units).get_indexer(np.asarray(units, dtype=object))
-        return self.counts[:, index]
-
-    def interval(self, point: float, boot: np.ndarray) -> tuple[float, float, float]:
-        if len(self.units) < 2:
-            return point, float("nan"), float("nan")
-        return (point, *self.s.interval(boot))
-
-
-def weighted_mean(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (w * x).sum(-1) / w.sum(-1)
-
-
-def weighted_median(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Median of ``x`` under each row of weights ``w`` (the lower median on ties)."""
-    order = np.argsort(x, kind="stable")
-    cum = np.cumsum(w[..., order], axis=-1)
-    idx = (cum >= cum[..., -1:] / 2).argmax(-1)
-    out = x[order][idx]
-    return np.where(cum[..., -1] > 0, out, np.nan)
 
 
 # ----------------------------------------------------------------------------- sparse parity
@@ -487,12 +415,7 @@ def planted_control(deps: pd.DataFrame, s: Settings) -> Result:
 
 
 def token_sparsity(deps: pd.DataFrame) -> pd.DataFrame:
-    """Per analysed token (doc, t): whether greedy k <= SPARSE_K recovers SPARSE_SHARE of its
-    benefit, and the reference model's benefit."""
-    g = deps[deps["method"] == "greedy"]
-    sparse = g[g["k"] <= SPARSE_K].groupby(["doc", "t"])["recovered"].max().ge(SPARSE_SHARE).rename("sparse")
-    first = g.groupby(["doc", "t"])[["L_short", "L_long"]].first()
-    return pd.concat([sparse, (first["L_short"] - first["L_long"]).rename("ref_benefit")], axis=1).reset_index()
+    return sparsity_of_tokens(deps, SPARSE_SHARE)
 
 
 def language_sparse_generalizes(data: dict, s: Settings) -> list[Result]:
@@ -509,7 +432,7 @@ def language_sparse_generalizes(data: dict, s: Settings) -> list[Result]:
     control = planted_control(data["deps"], s)
     if control.verdict != HOLDS:
         return [gate_result("pose", f"{control.reason}; so greedy's sparsity labels are not read", control.resolve)]
-    tokens = model.merge(token_sparsity(data["deps"]), on=["doc", "t"])
+    tokens = model.merge(token_sparsity(data["deps"]), on=["doc", "t", "seed"])
     sparse = tokens["sparse"].to_numpy(bool)
     n_sparse, n_dense = int(sparse.sum()), int((~sparse).sum())
     if min(n_sparse, n_dense) < MIN_GROUP_TOKENS:

@@ -53,6 +53,13 @@ def training_seeds(section):
     return [seed + config["seed_offset"] for seed in section["seeds"]]
 
 
+# Per slice, its per-run tables by name (the files of every training run that its table rules
+# aggregate): each slice's rules file fills in its entry; the claims read the names their
+# slice's claims module declares (sparselen/<slice>/claims.py READS), and the report lists the
+# provenance of every file here.
+RUN_TABLES = {}
+
+
 def train_outputs(run):
     """The files of one training run under the directory `run` (sparselen.run.RunFiles)."""
     return {
@@ -122,15 +129,13 @@ def claims_inputs(wildcards):
     """Per slice, the per-run evaluation CSVs its table aggregates; for the language slice its
     per-token tables (files `all` builds anyway: no extra jobs)."""
     out = {
-        name: getattr(rules, f"{name}_table").input.evals
+        name: RUN_TABLES[name]["evals"]
         for name in ("parity", "ppc", "theory")
         if name in REPORT_SLICES
     }
     if "language" in REPORT_SLICES:
-        tables = rules.language_tables.input
-        out["language_screen"] = rules.language_figures.input.screen
-        out["language_deps"] = tables.deps
-        out["language_transfer"] = tables.transfer
+        for table in ("screen", "deps", "transfer"):
+            out[f"language_{table}"] = RUN_TABLES["language"][table]
     return out
 
 
@@ -197,13 +202,11 @@ def language_token_file_inputs(wildcards):
 
 def run_files(wildcards):
     """The per-run files behind each slice's tables (for the provenance section)."""
-    tables = {name: f"{name}_table" for name in ("parity", "ppc", "theory")}
-    tables["language"] = "language_tables"
     return [
         f
         for name in REPORT_SLICES
-        for files in getattr(rules, tables[name]).input
-        for f in ([files] if isinstance(files, str) else files)
+        for files in RUN_TABLES[name].values()
+        for f in files
     ]
 
 

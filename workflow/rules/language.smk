@@ -22,6 +22,15 @@ LANG_REF_RUN = (
     f"{LANG_DIR}/ctx{LANG_CTX['long']}/{LANG['schemes']['long'][0]}/seed{{seed}}"
 )
 LANG_ANALYSIS = f"{LANG_DIR}/analysis/seed{{seed}}"
+RUN_TABLES["language"] = {
+    "deps": expand(f"{LANG_ANALYSIS}/dependency.csv", seed=training_seeds(LANG)),
+    "transfer": [f"{run}/analysed_token_losses.csv" for run in LANG_RUNS],
+    "position": [f"{run}/loss_by_position.csv" for run in LANG_RUNS],
+    "screen": expand(f"{LANG_ANALYSIS}/screen.csv", seed=training_seeds(LANG)),
+    "planted": expand(f"{LANG_ANALYSIS}/planted.csv", seed=training_seeds(LANG)),
+    "induction": [f"{run}/induction.csv" for run in LANG_RUNS],
+    "screen_losses": [f"{run}/screen_losses.csv" for run in LANG_RUNS],
+}
 # The chain corpus -> tokens -> reference model -> analysis is the DAG's longest: its jobs go
 # first, so it does not run alone on one core at the end of a run.
 LANG_PRIORITY = 1
@@ -216,13 +225,7 @@ rule language_transfer:
 
 rule language_tables:
     input:
-        deps=expand(f"{LANG_ANALYSIS}/dependency.csv", seed=training_seeds(LANG)),
-        transfer=[f"{run}/analysed_token_losses.csv" for run in LANG_RUNS],
-        position=[f"{run}/loss_by_position.csv" for run in LANG_RUNS],
-        screen=expand(f"{LANG_ANALYSIS}/screen.csv", seed=training_seeds(LANG)),
-        planted=expand(f"{LANG_ANALYSIS}/planted.csv", seed=training_seeds(LANG)),
-        induction=[f"{run}/induction.csv" for run in LANG_RUNS],
-        screen_losses=[f"{run}/screen_losses.csv" for run in LANG_RUNS],
+        **RUN_TABLES["language"],
     output:
         table_csv=f"{LANG_DIR}/table.csv",
         table_md=f"{LANG_DIR}/table.md",
@@ -256,7 +259,7 @@ rule language_figures:
         table=rules.language_tables.output.table_csv,
         generalization=rules.language_tables.output.generalization_csv,
         position=rules.language_tables.output.position_csv,
-        screen=expand(f"{LANG_ANALYSIS}/screen.csv", seed=training_seeds(LANG)),
+        screen=RUN_TABLES["language"]["screen"],
     output:
         sparsity_png=report(
             "results/figures/language_sparsity.png",

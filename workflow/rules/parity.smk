@@ -4,6 +4,7 @@ PARITY = config["parity"]
 PARITY_DIR = "results/parity"
 PARITY_RUN = f"{PARITY_DIR}/K{{K_train}}/seed{{seed}}"
 PARITY_RUNS = expand(PARITY_RUN, K_train=PARITY["K_train"], seed=training_seeds(PARITY))
+RUN_TABLES["parity"] = {"evals": expand("{run}/eval.csv", run=PARITY_RUNS)}
 
 
 rule parity_eval_data:
@@ -72,7 +73,7 @@ rule parity_evaluate:
 
 rule parity_table:
     input:
-        evals=expand("{run}/eval.csv", run=PARITY_RUNS),
+        evals=RUN_TABLES["parity"]["evals"],
     output:
         csv=f"{PARITY_DIR}/table.csv",
         md=f"{PARITY_DIR}/table.md",

@@ -14,6 +14,8 @@ PPC_RUNS = [
     for seed in training_seeds({"seeds": sparselen.ppc.runs.task_seeds(PPC, task)})
 ]
 
+RUN_TABLES["ppc"] = {"evals": expand("{run}/eval.csv", run=PPC_RUNS)}
+
 
 wildcard_constraints:
     task="|".join(PPC["tasks"]),
@@ -92,7 +94,7 @@ rule ppc_evaluate:
 
 rule ppc_table:
     input:
-        evals=expand("{run}/eval.csv", run=PPC_RUNS),
+        evals=RUN_TABLES["ppc"]["evals"],
     output:
         csv=f"{PPC_DIR}/table.csv",
         md=f"{PPC_DIR}/table.md",

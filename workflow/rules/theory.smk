@@ -15,6 +15,7 @@ THEORY_RUNS = expand(
     k=THEORY["gpt"]["k"],
     seed=training_seeds(THEORY),
 )
+RUN_TABLES["theory"] = {"evals": expand("{run}/eval.csv", run=THEORY_RUNS)}
 THEORY_SHARED = {key: THEORY[key] for key in ("task", "train", "eval")}
 
 
@@ -69,7 +70,7 @@ rule theory_run_sfa:
 
 rule theory_table:
     input:
-        evals=expand("{run}/eval.csv", run=THEORY_RUNS),
+        evals=RUN_TABLES["theory"]["evals"],
     output:
         csv=f"{THEORY_DIR}/table.csv",
         md=f"{THEORY_DIR}/table.md",
