@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sparselen import config
-from sparselen.ppc.tasks import TASKS
+from sparselen import verdicts as v
 from sparselen.report import claims as cl
 from sparselen.tables import read_tables
 
@@ -51,27 +51,23 @@ def pooled(dirs: list[Path], cfg: dict) -> dict[str, pd.DataFrame]:
     return out
 
 
-def settings(cfg: dict, n_boot: int) -> cl.Settings:
-    r, ppc = cfg["report"], cfg.get("ppc", {})
-    return cl.Settings(n_boot=n_boot, seed=r["seed"], level=r["level"],
-                       parity_train_lengths=tuple(cfg.get("parity", {}).get("train", {}).get("lengths", (0, 0))),
-                       ppc_train_sizes={t: ppc[t]["train_sizes"] for t in ppc.get("tasks", [])},
-                       ppc_input_dependent=tuple(n for n, t in TASKS.items() if t.IDS_DEPEND_ON_INPUT),
-                       theory_floor=cfg.get("theory", {}).get("floor", 0.0))
+def settings(cfg: dict, name: str, n_boot: int) -> v.Settings:
+    r = cfg["report"]
+    return v.Settings(n_boot=n_boot, seed=r["seed"], level=r["level"], facts=cl.slice_claims(name).facts(cfg[name]))
 
 
-def power(claim: cl.Claim, table: pd.DataFrame, s: cl.Settings, draws: int) -> pd.DataFrame:
-    seeds = cl.units_of(table, "seed")
-    full = cl.combine(claim.test(table, s))[0]
+def power(claim: v.Claim, table: pd.DataFrame, s: v.Settings, draws: int) -> pd.DataFrame:
+    seeds = v.units_of(table, "seed")
+    full = v.combine(claim.test({"evals": table}, s))[0]
     rng = s.rng("power", claim.id)
     rows = []
     for n in range(2, len(seeds) + 1):
         picks = [rng.choice(seeds, n, replace=False) for _ in range(draws if n < len(seeds) else 1)]
-        verdicts = [cl.combine(claim.test(table[table["seed"].isin(p)], s))[0] for p in picks]
-        decisive = [v for v in verdicts if v in (cl.HOLDS, cl.FAILS)]
+        verdicts = [v.combine(claim.test({"evals": table[table["seed"].isin(p)]}, s))[0] for p in picks]
+        decisive = [x for x in verdicts if x in (v.HOLDS, v.FAILS)]
         rows.append({"claim": claim.id, "seeds": n, "draws": len(picks), "all_seeds": full,
                      "decisive": len(decisive) / len(picks),
-                     "agrees": float(np.mean([v == full for v in decisive])) if decisive else np.nan})
+                     "agrees": float(np.mean([x == full for x in decisive])) if decisive else np.nan})
     return pd.DataFrame(rows)
 
 
@@ -83,8 +79,8 @@ def main() -> None:
     ap.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates per check")
     a = ap.parse_args()
     cfg = config.load(a.configfile)
-    data, s = pooled(a.results, cfg), settings(cfg, a.bootstrap)
-    parts = [power(c, data[c.slice], s, a.draws) for c in cl.CLAIMS
+    data = pooled(a.results, cfg)
+    parts = [power(c, data[c.slice], settings(cfg, c.slice, a.bootstrap), a.draws) for c in cl.CLAIMS
              if c.unit == "seed" and c.slice in data]
     table = pd.concat(parts, ignore_index=True)
     for name, t in data.items():

@@ -29,9 +29,14 @@ FINISHED = ("model.pt", "train_summary.json")  # a run's outputs that say its tr
 @functools.cache
 def code_fingerprint() -> str:
     """Hash of the package's Python sources."""
+    return source_fingerprint(*(f.relative_to(PACKAGE) for f in PACKAGE.rglob("*.py")))
+
+
+def source_fingerprint(*modules) -> str:
+    """Hash of the package's source files ``modules`` (paths relative to the package)."""
     h = hashlib.sha256()
-    for f in sorted(PACKAGE.rglob("*.py")):
-        h.update(str(f.relative_to(PACKAGE)).encode() + b"\0" + f.read_bytes() + b"\0")
+    for f in sorted(map(str, modules)):
+        h.update(f.encode() + b"\0" + (PACKAGE / f).read_bytes() + b"\0")
     return h.hexdigest()[:16]
 
 

@@ -11,9 +11,20 @@ from conftest import ROOT
 from sparselen.jobs import Job, run
 from sparselen.report import claims as cl
 from sparselen.report import hyperparams, ledger, render
+from sparselen.stats import Resampling, spearman
+from sparselen.verdicts import FAILS, HOLDS, INCONCLUSIVE, NOT_RUN, STABILITY_REPLICATES, UNSTABLE
 
-S = cl.Settings(n_boot=400, seed=1, parity_train_lengths=(20, 20), ppc_train_sizes={"copy_repeat": [2, 4],
-               "variable_assignment": [2, 4]}, ppc_input_dependent=("variable_assignment",))
+RES = Resampling(n_boot=400, seed=1)
+FACTS = {"parity": {"train_lengths": (20, 20)},
+         "ppc": {"train_sizes": {"copy_repeat": [2, 4], "variable_assignment": [2, 4]},
+                 "input_dependent": ("variable_assignment",)},
+         "language": {"sparse_share": 0.9}, "theory": {"floor": 1e-6}}
+
+
+def check(data: dict) -> pd.DataFrame:
+    """The claims on hand-made tables: a slice's per-run table as its ``evals`` (the language
+    slice's dict of per-token tables as it is)."""
+    return cl.check({name: t if isinstance(t, dict) else {"evals": t} for name, t in data.items()}, RES, FACTS)
 
 
 def parity_runs(acc, seeds=(0, 1, 2), n=400, lengths=(20, 100), K_train=(4,)):
@@ -49,12 +60,12 @@ def group(table, claim, name):
 
 
 def test_parity_claims_hold_on_a_table_where_they_hold():
-    t = cl.check({"parity": parity_runs(sparse_wins)}, S)
-    assert [verdict(t, c) for c in ("P1", "P2", "P3")] == [cl.HOLDS] * 3
+    t = check({"parity": parity_runs(sparse_wins)})
+    assert [verdict(t, c) for c in ("P1", "P2", "P3")] == [HOLDS] * 3
     p1 = group(t, "P1", "K_train=4")
     assert p1["value"] < -0.9 and p1["ci_low"] <= p1["value"] <= p1["ci_high"] < 0
     assert "k_test [1, 2, 3, 4]" in p1["reason"]  # k_test = 6 > K_train is not ranked
-    assert head(t, "P1")["stability"] == 0 and head(t, "P1")["resamples"] == 3 + cl.STABILITY_REPLICATES
+    assert head(t, "P1")["stability"] == 0 and head(t, "P1")["resamples"] == 3 + STABILITY_REPLICATES
     assert head(t, "P1")["figure"] == "parity"
 
 
@@ -62,18 +73,18 @@ def test_parity_claims_fail_on_a_table_where_they_fail():
     """Accuracy at the longest length rises with k_test: every ordering claim fails, and a
     trained sparsity that falls to chance fails P2."""
     reversed_ = parity_runs(lambda K, k, L, s: 0.5 if k > K else (0.99 if L <= 20 else 0.55 + 0.1 * k))
-    t = cl.check({"parity": reversed_}, S)
-    assert verdict(t, "P1") == cl.FAILS and verdict(t, "P3") == cl.FAILS
+    t = check({"parity": reversed_})
+    assert verdict(t, "P1") == FAILS and verdict(t, "P3") == FAILS
     assert "K_train=4 does not hold" in head(t, "P1")["reason"]
     at_chance = parity_runs(lambda K, k, L, s: 0.5 if k > K else (0.99 if L <= 20 else 0.52))
-    assert verdict(cl.check({"parity": at_chance}, S), "P2") == cl.FAILS
+    assert verdict(check({"parity": at_chance}), "P2") == FAILS
 
 
 def test_only_k1_cells_are_inconclusive_not_a_verdict():
     """K_train = 1: a single trained sparsity cannot be ranked."""
-    t = cl.check({"parity": parity_runs(sparse_wins, K_train=(1,))}, S)
+    t = check({"parity": parity_runs(sparse_wins, K_train=(1,))})
     for claim in ("P1", "P3"):
-        assert verdict(t, claim) == cl.INCONCLUSIVE
+        assert verdict(t, claim) == INCONCLUSIVE
         assert "1 fitted k_test <= K_train (a rank needs 3)" in head(t, claim)["reason"]
         assert "K_train >= 3" in head(t, claim)["resolve"]
 
@@ -84,10 +95,10 @@ def test_a_sparsity_not_learned_in_distribution_is_left_out_and_named():
     def weak_k4(K, k, L, s):
         return 0.8 if k == 4 and L <= 20 else sparse_wins(K, k, L, s)
 
-    t = cl.check({"parity": parity_runs(weak_k4)}, S)
-    assert verdict(t, "P2") == cl.INCONCLUSIVE
+    t = check({"parity": parity_runs(weak_k4)})
+    assert verdict(t, "P2") == INCONCLUSIVE
     assert "not learned in distribution" in head(t, "P2")["reason"] and "0 of 3 seeds fit" in head(t, "P2")["reason"]
-    assert verdict(t, "P1") == cl.HOLDS and "k_test [1, 2, 3]" in group(t, "P1", "K_train=4")["reason"]
+    assert verdict(t, "P1") == HOLDS and "k_test [1, 2, 3]" in group(t, "P1", "K_train=4")["reason"]
 
 
 def test_a_flip_prone_claim_is_reported_unstable():
@@ -97,22 +108,22 @@ def test_a_flip_prone_claim_is_reported_unstable():
     def two_seeds_learn_k3(K, k, L, s):
         return 0.8 if k == 3 and s == 2 and L <= 20 else sparse_wins(K, k, L, s)
 
-    t = cl.check({"parity": parity_runs(two_seeds_learn_k3, K_train=(3,))}, S)
+    t = check({"parity": parity_runs(two_seeds_learn_k3, K_train=(3,))})
     h = head(t, "P1")
-    assert h["verdict"] == cl.INCONCLUSIVE and h["reason"].startswith("unstable: the verdict (holds) changes in")
-    assert h["stability"] > cl.UNSTABLE and "seed_offset" in h["resolve"]
-    assert group(t, "P1", "K_train=3")["verdict"] == cl.HOLDS  # the full data alone would have said holds
+    assert h["verdict"] == INCONCLUSIVE and h["reason"].startswith("unstable: the verdict (holds) changes in")
+    assert h["stability"] > UNSTABLE and "seed_offset" in h["resolve"]
+    assert group(t, "P1", "K_train=3")["verdict"] == HOLDS  # the full data alone would have said holds
 
 
 def test_one_failing_group_fails_the_claim_and_missing_slices_are_not_run():
     def mixed(K, k, L, s):  # K_train=4 holds; for K_train=6 the longest length is at chance
         return sparse_wins(K, k, L, s) if K == 4 else (0.99 if L <= 20 else 0.5)
 
-    t = cl.check({"parity": parity_runs(mixed, K_train=(4, 6))}, S)
-    assert group(t, "P2", "K_train=4")["verdict"] == cl.HOLDS
-    assert group(t, "P2", "K_train=6")["verdict"] == cl.FAILS and verdict(t, "P2") == cl.FAILS
-    t = cl.check({}, S)
-    assert set(t["verdict"]) == {cl.NOT_RUN}
+    t = check({"parity": parity_runs(mixed, K_train=(4, 6))})
+    assert group(t, "P2", "K_train=4")["verdict"] == HOLDS
+    assert group(t, "P2", "K_train=6")["verdict"] == FAILS and verdict(t, "P2") == FAILS
+    t = check({})
+    assert set(t["verdict"]) == {NOT_RUN}
 
 
 def test_bootstrap_interval_reflects_seed_spread():
@@ -122,14 +133,14 @@ def test_bootstrap_interval_reflects_seed_spread():
     steady = parity_runs(sparse_wins, seeds=(0, 1))
     width = {}
     for name, runs in (("noisy", noisy), ("steady", steady)):
-        row = group(cl.check({"parity": runs}, S), "P2", "K_train=4")
+        row = group(check({"parity": runs}), "P2", "K_train=4")
         width[name] = row["ci_high"] - row["ci_low"]
     assert width["noisy"] > 3 * width["steady"]
 
 
 def test_same_seed_same_intervals():
     runs = parity_runs(sparse_wins)
-    a, b = cl.check({"parity": runs}, S), cl.check({"parity": runs}, S)
+    a, b = check({"parity": runs}), check({"parity": runs})
     pd.testing.assert_frame_equal(a, b)
 
 
@@ -153,8 +164,8 @@ def coupling_helps(task, scheme, size):
 
 
 def test_ppc_claims_hold_where_coupling_and_prediction_help():
-    t = cl.check({"ppc": ppc_runs(coupling_helps)}, S)
-    assert verdict(t, "C1") == cl.HOLDS and verdict(t, "C2") == cl.HOLDS
+    t = check({"ppc": ppc_runs(coupling_helps)})
+    assert verdict(t, "C1") == HOLDS and verdict(t, "C2") == HOLDS
     assert set(t[t["claim"] == "C2"]["group"]) == {"all", "variable_assignment"}  # ids fixed by length elsewhere
 
 
@@ -162,8 +173,8 @@ def test_a_baseline_that_never_learned_makes_the_claim_inconclusive_not_true():
     """Baselines at 0 even on the training sizes say nothing about length: C1 is not 'holds'."""
     never = ppc_runs(lambda task, scheme, size: coupling_helps(task, scheme, 16 if scheme in ("nope", "rope")
                                                                   else size))
-    t = cl.check({"ppc": never}, S)
-    assert verdict(t, "C1") == cl.INCONCLUSIVE
+    t = check({"ppc": never})
+    assert verdict(t, "C1") == INCONCLUSIVE
     row = group(t, "C1", "copy_repeat")
     assert "no baseline fit its training sizes (nope 0/3, rope 0/3)" in row["reason"]
     assert "baselines until they fit" in row["resolve"]
@@ -172,21 +183,21 @@ def test_a_baseline_that_never_learned_makes_the_claim_inconclusive_not_true():
 def test_ppc_below_the_best_baseline_fails_and_a_task_without_coupling_benefit_is_a_control():
     worse = ppc_runs(lambda task, scheme, size: 0.99 if size <= 4 else {"nope": 0.0, "rope": 0.6, "coupled": 0.95,
                                                                          "ppc": 0.3}[scheme])
-    t = cl.check({"ppc": worse}, S)
-    assert verdict(t, "C2") == cl.FAILS
+    t = check({"ppc": worse})
+    assert verdict(t, "C2") == FAILS
     content = ppc_runs(lambda task, scheme, size: 0.99 if size <= 4 else {"nope": 0.2, "rope": 0.9, "coupled": 0.9,
                                                                            "ppc": 0.5}[scheme])
-    row = group(cl.check({"ppc": content}, S), "C2", "variable_assignment")
-    assert row["verdict"] == cl.INCONCLUSIVE and "a control" in row["reason"]
+    row = group(check({"ppc": content}), "C2", "variable_assignment")
+    assert row["verdict"] == INCONCLUSIVE and "a control" in row["reason"]
 
 
 def test_spearman():
     x = np.array([1.0, 2, 3, 4])
-    assert cl.spearman(x, np.array([4.0, 3, 2, 1])) == pytest.approx(-1)
-    assert cl.spearman(x, np.array([1.0, 1, 1, 1])) == 0
-    both = cl.spearman(x, np.array([[1.0, 4], [2, 3], [3, 2], [4, 1]]))
+    assert spearman(x, np.array([4.0, 3, 2, 1])) == pytest.approx(-1)
+    assert spearman(x, np.array([1.0, 1, 1, 1])) == 0
+    both = spearman(x, np.array([[1.0, 4], [2, 3], [3, 2], [4, 1]]))
     assert both == pytest.approx([1, -1])
-    assert np.isnan(cl.spearman(x, np.array([1.0, np.nan, 2, 3])))
+    assert np.isnan(spearman(x, np.array([1.0, np.nan, 2, 3])))
 
 
 def test_every_claim_quotes_the_paper_and_states_a_criterion():
@@ -264,7 +275,7 @@ def fake_run(results, slice_, tok_s, params):
 
 def test_rendered_report(tmp_path):
     out = tmp_path / "results/report"
-    claims = cl.check({"parity": parity_runs(sparse_wins)}, S)
+    claims = check({"parity": parity_runs(sparse_wins)})
     out.mkdir(parents=True)
     claims.to_csv(out / "claims.csv", index=False)
     hyperparams.write({"parity": {"K_train": [4]}}, "parity", out / "hp.csv", out / "hp.md")
@@ -321,32 +332,32 @@ def language_tables(benefit=0.5, recovered=0.9, null=0.2, sparse_gain=0.8, dense
 
 
 def test_language_claims_on_per_token_tables():
-    t = cl.check(language_tables(), S)
-    assert verdict(t, "L1") == cl.HOLDS and verdict(t, "L2") == cl.HOLDS
-    assert "minus the null control" in head(t, "L1")["reason"] and head(t, "L1")["resamples"] == cl.STABILITY_REPLICATES
-    t = cl.check(language_tables(recovered=0.3, null=0.1), S)
-    assert verdict(t, "L1") == cl.FAILS  # recovered well below half of the benefit
-    t = cl.check(language_tables(recovered=0.9, null=0.9), S)
-    assert verdict(t, "L1") == cl.INCONCLUSIVE  # no better than the null control
+    t = check(language_tables())
+    assert verdict(t, "L1") == HOLDS and verdict(t, "L2") == HOLDS
+    assert "minus the null control" in head(t, "L1")["reason"] and head(t, "L1")["resamples"] == STABILITY_REPLICATES
+    t = check(language_tables(recovered=0.3, null=0.1))
+    assert verdict(t, "L1") == FAILS  # recovered well below half of the benefit
+    t = check(language_tables(recovered=0.9, null=0.9))
+    assert verdict(t, "L1") == INCONCLUSIVE  # no better than the null control
 
 
 def test_a_failed_positive_control_leaves_greedy_unread():
     for planted, why in ((0.4, "(needs >= 0.9)"), (None, "0 planted repeats with a long-context benefit")):
-        t = cl.check(language_tables(planted=planted), S)
+        t = check(language_tables(planted=planted))
         for claim in ("L1", "L2"):
-            assert verdict(t, claim) == cl.INCONCLUSIVE
+            assert verdict(t, claim) == INCONCLUSIVE
             assert "positive control" in head(t, claim)["reason"] and why in head(t, claim)["reason"]
             assert "copies from beyond the short window" in head(t, claim)["resolve"]
 
 
 def test_no_long_context_benefit_makes_the_language_claims_inconclusive():
-    t = cl.check(language_tables(benefit=0.0), S)
+    t = check(language_tables(benefit=0.0))
     for claim in ("L1", "L2"):
-        assert verdict(t, claim) == cl.INCONCLUSIVE
+        assert verdict(t, claim) == INCONCLUSIVE
         assert "no long-context benefit to explain" in head(t, claim)["reason"]
         assert "uses its long context" in head(t, claim)["resolve"]
-    few = cl.check(language_tables(docs=6), S)
-    assert verdict(few, "L2") == cl.INCONCLUSIVE and "needs 20 each" in head(few, "L2")["reason"]
+    few = check(language_tables(docs=6))
+    assert verdict(few, "L2") == INCONCLUSIVE and "needs 20 each" in head(few, "L2")["reason"]
 
 
 def theory_runs(acc, loss=lambda dist, ratio: 1e-3 * ratio, ks=(2,)):
@@ -363,16 +374,16 @@ def theory_runs(acc, loss=lambda dist, ratio: 1e-3 * ratio, ks=(2,)):
 
 def test_theory_claims():
     paper_like = theory_runs(lambda d, r: 0.5 if d == "nonlocal" and r > 1 else 0.98)
-    t = cl.check({"theory": paper_like}, S)
-    assert verdict(t, "T1") == cl.HOLDS and verdict(t, "T2") == cl.HOLDS
+    t = check({"theory": paper_like})
+    assert verdict(t, "T1") == HOLDS and verdict(t, "T2") == HOLDS
     steep = theory_runs(lambda d, r: 0.98, loss=lambda d, r: 1e-4 * r ** 3)
-    assert verdict(cl.check({"theory": steep}, S), "T2") == cl.FAILS  # error grows faster than (Lbar/L)^2
+    assert verdict(check({"theory": steep}), "T2") == FAILS  # error grows faster than (Lbar/L)^2
     unfit = theory_runs(lambda d, r: 0.6 if d == "nonlocal" else 0.98)
-    row = group(cl.check({"theory": unfit}, S), "T1", "sfa k=2")
-    assert row["verdict"] == cl.INCONCLUSIVE and "nonlocal runs did not fit at Lbar = L (0 of 3)" in row["reason"]
-    k1 = cl.check({"theory": theory_runs(lambda d, r: 0.98, ks=(1,))}, S)
-    assert verdict(k1, "T1") == cl.INCONCLUSIVE and "k >= 2" in head(k1, "T1")["reason"]
+    row = group(check({"theory": unfit}), "T1", "sfa k=2")
+    assert row["verdict"] == INCONCLUSIVE and "nonlocal runs did not fit at Lbar = L (0 of 3)" in row["reason"]
+    k1 = check({"theory": theory_runs(lambda d, r: 0.98, ks=(1,))})
+    assert verdict(k1, "T1") == INCONCLUSIVE and "k >= 2" in head(k1, "T1")["reason"]
     one_seed = paper_like[paper_like["seed"] == 0]
-    row = group(cl.check({"theory": one_seed}, S), "T2", "sfa k=2")
-    assert row["verdict"] == cl.INCONCLUSIVE and "1 local run (a verdict needs 2 fitted)" in row["reason"]
+    row = group(check({"theory": one_seed}), "T2", "sfa k=2")
+    assert row["verdict"] == INCONCLUSIVE and "1 local run (a verdict needs 2 fitted)" in row["reason"]
     assert "theory.seeds" in row["resolve"]

@@ -10,35 +10,25 @@ from pathlib import Path
 import pandas as pd
 
 from sparselen import io
-from sparselen.ppc.tasks import TASKS
 from sparselen.provenance import provenance
 from sparselen.report import claims as cl
 from sparselen.report import hyperparams as hp
 from sparselen.report import ledger as ledgers
 from sparselen.report import render as renderer
+from sparselen.stats import Resampling
 from sparselen.tables import read_tables
 
 log = logging.getLogger(__name__)
 
-# Named inputs of report_claims: per-run evaluation tables of these slices, and the language
-# slice's per-token tables (screened tokens, dependency, each model's losses on them).
-RUN_SLICES = ("parity", "ppc", "theory")
-LANGUAGE_TABLES = ("screen", "deps", "transfer")
-
-
 def claims(job) -> pd.DataFrame:
-    """Check every claim on the tables of the slices that ran (an absent input: not run);
-    params report (the report section), parity_train_lengths, ppc_train_sizes, theory_floor."""
+    """Check every claim on the tables of the slices that ran: input ``<slice>_<table>`` for each
+    table its claims module READS (a slice without inputs: not run); params report (the report
+    section) and facts (per slice, its claims module's facts of the config run)."""
     i, p = job.input, job.params
-    data = {s: read_tables(getattr(i, s)) for s in RUN_SLICES if hasattr(i, s)}
-    if hasattr(i, "language_screen"):
-        data["language"] = {t: read_tables(getattr(i, f"language_{t}")) for t in LANGUAGE_TABLES}
+    data = {name: {t: read_tables(getattr(i, f"{name}_{t}")) for t in cl.slice_claims(name).READS}
+            for name in p.facts}
     r = p.report
-    settings = cl.Settings(n_boot=r["bootstrap"], seed=r["seed"], level=r["level"],
-                           parity_train_lengths=tuple(p.parity_train_lengths), ppc_train_sizes=p.ppc_train_sizes,
-                           ppc_input_dependent=tuple(name for name, task in TASKS.items() if task.IDS_DEPEND_ON_INPUT),
-                           theory_floor=p.theory_floor)
-    table = cl.check(data, settings)
+    table = cl.check(data, Resampling(n_boot=r["bootstrap"], seed=r["seed"], level=r["level"]), p.facts)
     io.write_csv(table, job.output.csv)
     out_dir = Path(job.output.md).parent
     md = "\n".join([f"# {renderer.TITLE}: claims", ""] + renderer.claims_section(table, out_dir)[2:]

@@ -1,13 +1,14 @@
 # Configuration checks (before any job starts) and what every slice's rules share.
-from pathlib import Path
 
 import snakemake.io
+import snakemake.iocontainers
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 import sparselen.config
 import sparselen.provenance
 import sparselen.report.claims
+import sparselen.resumable
 from sparselen.model import POSITION_SCHEMES
 
 SCHEMA = "../schemas/config.schema.yaml"
@@ -119,41 +120,40 @@ def job_resources(runtime=None, mem_mb=None, gpu=True, processes=1, nodes=1):
 # run after every include, so they see every slice's rules.
 REPORT = config["report"]
 REPORT_SLICES = [name for name in sparselen.config.SLICES if name in config]
-# The criteria's source as a params value: editing a criterion reruns the claims check.
-CLAIMS_SOURCE_HASH = sparselen.provenance.config_hash(
-    Path(sparselen.report.claims.__file__).read_text()
+
+
+def source_hash(*modules):
+    """The sources of ``modules`` as a params value: editing a criterion or a statistic reruns
+    the jobs that compute with it (Snakemake's code trigger sees only the rule's script)."""
+    return sparselen.resumable.source_fingerprint(*modules)
+
+
+# The claims' sources (their criteria, the verdict machinery, the statistics, token sparsity).
+CLAIMS_SOURCES = source_hash(
+    "verdicts.py",
+    "stats.py",
+    "report/claims.py",
+    "language/sparsity.py",
+    *(f"{name}/claims.py" for name in sparselen.config.SLICES),
 )
 
 
 def claims_inputs(wildcards):
-    """Per slice, the per-run evaluation CSVs its table aggregates; for the language slice its
-    per-token tables (files `all` builds anyway: no extra jobs)."""
-    out = {
-        name: RUN_TABLES[name]["evals"]
-        for name in ("parity", "ppc", "theory")
-        if name in REPORT_SLICES
-    }
-    if "language" in REPORT_SLICES:
-        for table in ("screen", "deps", "transfer"):
-            out[f"language_{table}"] = RUN_TABLES["language"][table]
-    return out
-
-
-def claims_settings():
-    """The facts of the experiments run that the claims' gates need."""
+    """Per slice that runs, the per-run tables its claims read (its claims module's READS), as
+    input `<slice>_<table>` (files `all` builds anyway: no extra jobs)."""
     return {
-        "parity_train_lengths": (
-            config["parity"]["train"]["lengths"] if "parity" in config else [0, 0]
-        ),
-        "ppc_train_sizes": (
-            {
-                task: config["ppc"][task]["train_sizes"]
-                for task in config["ppc"]["tasks"]
-            }
-            if "ppc" in config
-            else {}
-        ),
-        "theory_floor": config["theory"]["floor"] if "theory" in config else 0.0,
+        f"{name}_{table}": RUN_TABLES[name][table]
+        for name in REPORT_SLICES
+        for table in sparselen.report.claims.slice_claims(name).READS
+    }
+
+
+def claims_facts():
+    """Per slice that runs, the facts of its experiments its claims need (its claims module's
+    facts of the config section)."""
+    return {
+        name: sparselen.report.claims.slice_claims(name).facts(config[name])
+        for name in REPORT_SLICES
     }
 
 
@@ -181,7 +181,7 @@ def dag_benchmarks(wildcards):
             found.add(str(producer.expand_benchmark(values)))
         for item in producer.input:
             if callable(item):
-                item = item(snakemake.io.Wildcards(fromdict=values))
+                item = item(snakemake.iocontainers.Wildcards(fromdict=values))
             for f in [item] if isinstance(item, str) else item:
                 pending.append(snakemake.io.apply_wildcards(str(f), values))
     return sorted(found)

@@ -23,9 +23,9 @@ rule report_claims:
     conda:
         ENV
     params:
-        **claims_settings(),
+        facts=claims_facts(),
         report=REPORT,
-        criteria=CLAIMS_SOURCE_HASH,
+        criteria=CLAIMS_SOURCES,
     script:
         JOB
 

@@ -1,0 +1,149 @@
+"""The natural-language slice's claims (L1, L2): criteria, constants and gates, tested on the
+per-token tables of the analysed model (docs/reconstruction.md, "Claims"). Their unit of
+resampling is the document (one model is analysed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from sparselen.language.sparsity import SPARSE_K, TOKEN, token_sparsity
+from sparselen.stats import ClusterBootstrap, weighted_mean, weighted_median
+from sparselen.verdicts import (BELOW_RESOLUTION, FAILS, HOLDS, INCONCLUSIVE, MORE_RUNS, Claim, Result, Settings,
+                                decide, gate_result, interval_result)
+
+READS = ("screen", "deps", "transfer")  # per-token tables (RUN_TABLES["language"] in the rules)
+
+# Criteria, fixed before the results (docs/reconstruction.md, "Claims").
+MIN_RECOVERED = 0.5  # L1: median share of the benefit recovered by the largest k <= MAX_K
+MAX_K = 16
+MIN_GROUP_TOKENS = 20  # L2 and the positive control: fewer tokens in a group is inconclusive
+
+
+def facts(section: dict) -> dict:
+    """What the tests need of the config run (``language``): the share of a token's benefit
+    that makes it sparse (``sparselen.language.sparsity``)."""
+    return {"sparse_share": section["analysis"]["sparse_fraction"]}
+
+
+NO_BENEFIT = "a model that uses its long context (more training tokens or a larger model: configs/paper.yaml)"
+
+
+def language_benefit(screen: pd.DataFrame, s: Settings) -> Result:
+    """The gate: the mean long-context benefit L_short - L_long over random held-out tokens,
+    with an interval by document."""
+    boot = ClusterBootstrap(screen["doc"], s, "benefit")
+    b = screen["benefit"].to_numpy(float)
+    mean, lo, hi = boot.interval(float(b.mean()), weighted_mean(b, boot.weights(screen["doc"])))
+    if not lo > 0:
+        return gate_result("benefit", f"no long-context benefit to explain: mean L_short - L_long = {mean:.3f} "
+                           f"[{lo:.3f}, {hi:.3f}] nats", NO_BENEFIT)
+    return Result("benefit", mean, lo, hi, HOLDS, f"mean L_short - L_long = {mean:.3f} [{lo:.3f}, {hi:.3f}] nats")
+
+
+def language_sparse_dependency(data: dict, s: Settings) -> list[Result]:
+    """L1: the median share recovered by the largest greedy k <= 16 is at least MIN_RECOVERED and
+    above the null control's (greedy over another document's far context)."""
+    gate = language_benefit(data["screen"], s)
+    if gate.verdict != HOLDS:
+        return [gate]
+    deps = data["deps"]
+    greedy = deps[(deps["method"] == "greedy") & (deps["k"] <= MAX_K)]
+    k = int(greedy["k"].max())
+    real = greedy[greedy["k"] == k]
+    null = deps[(deps["method"] == "greedy_null") & (deps["k"] == k)]
+    far = f"k / far tokens = {k}/{int(real['far_tokens'].iloc[0])}" if "far_tokens" in real else f"k = {k}"
+    boot = ClusterBootstrap(deps["doc"], s, "L1")
+    x = real["recovered"].to_numpy(float)
+    med_boot = weighted_median(x, boot.weights(real["doc"]))
+    med, lo, hi = boot.interval(float(np.median(x)), med_boot)
+    if null.empty:
+        return [Result(f"greedy k={k}", med, lo, hi, INCONCLUSIVE, f"median recovered {med:.2f}; no null control run",
+                       "run the null control (language.analysis.null_control)")]
+    y = null["recovered"].to_numpy(float)
+    ex, ex_lo, ex_hi = boot.interval(float(np.median(x) - np.median(y)),
+                                     med_boot - weighted_median(y, boot.weights(null["doc"])))
+    v1, v2 = decide(lo, hi, MIN_RECOVERED), decide(ex_lo, ex_hi, 0.0)
+    verdict = FAILS if FAILS in (v1, v2) else HOLDS if v1 == v2 == HOLDS else INCONCLUSIVE
+    note = (f"{far}: median recovered {med:.2f} [{lo:.2f}, {hi:.2f}] (needs >= {MIN_RECOVERED}); minus the null "
+            f"control {ex:.2f} [{ex_lo:.2f}, {ex_hi:.2f}] (needs > 0); {gate.reason}")
+    control = planted_control(deps, s)
+    if control.verdict != HOLDS:
+        return [gate_result(f"greedy k={k}", f"{control.reason}; so greedy's shares are not read ({note})",
+                            control.resolve)]
+    note = f"{note}; {control.reason}"
+    reason = note if verdict != INCONCLUSIVE else f"{note}; {BELOW_RESOLUTION}"
+    return [Result(f"greedy k={k}", med, lo, hi, verdict, reason, MORE_RUNS if verdict == INCONCLUSIVE else "")]
+
+
+NO_COPY = ("a model that copies from beyond the short window (the analysis's induction table): more training "
+           "tokens or a larger model (configs/paper.yaml)")
+
+
+def planted_control(deps: pd.DataFrame, s: Settings) -> Result:
+    """The positive control, a precondition of reading greedy's shares (L1, L2): on planted
+    repeats, whose answer is one far token, greedy k <= SPARSE_K recovers a median of at least
+    the sparse share of the benefit, over at least MIN_GROUP_TOKENS repeats with a benefit."""
+    share = s.facts["sparse_share"]
+    p = deps[(deps["method"] == "greedy_planted") & (deps["k"] <= SPARSE_K)]
+    best = p.groupby(["doc", "t"], as_index=False)["recovered"].max()
+    if len(best) < MIN_GROUP_TOKENS:
+        return gate_result("planted", f"positive control: {len(best)} planted repeats with a long-context benefit "
+                           f"(needs {MIN_GROUP_TOKENS}): the model does not use a copy beyond its short window",
+                           NO_COPY)
+    x = best["recovered"].to_numpy(float)
+    boot = ClusterBootstrap(best["doc"], s, "planted")
+    med, lo, hi = boot.interval(float(np.median(x)), weighted_median(x, boot.weights(best["doc"])))
+    reason = (f"positive control ({len(x)} planted repeats): greedy k <= {SPARSE_K} recovers a median {med:.2f} "
+              f"[{lo:.2f}, {hi:.2f}] (needs >= {share})")
+    if med < share:
+        return gate_result("planted", reason, "a greedy search that finds the copied token: " + NO_COPY)
+    return Result("planted", med, lo, hi, HOLDS, reason)
+
+
+def language_sparse_generalizes(data: dict, s: Settings) -> list[Result]:
+    """L2: for the PoSE model trained at the short context, the long-context gain normalised by
+    the reference's benefit is larger on sparse tokens than on dense ones."""
+    gate = language_benefit(data["screen"], s)
+    if gate.verdict != HOLDS:
+        return [gate]
+    transfer = data["transfer"]
+    short = transfer["context"].min()
+    model = transfer[(transfer["context"] == short) & (transfer["scheme"] == "pose")]
+    if model.empty:
+        return [gate_result("pose", "no PoSE model trained at the short context", "add pose to language.schemes.short")]
+    control = planted_control(data["deps"], s)
+    if control.verdict != HOLDS:
+        return [gate_result("pose", f"{control.reason}; so greedy's sparsity labels are not read", control.resolve)]
+    tokens = model.merge(token_sparsity(data["deps"], s.facts["sparse_share"]), on=TOKEN)
+    sparse = tokens["sparse"].to_numpy(bool)
+    n_sparse, n_dense = int(sparse.sum()), int((~sparse).sum())
+    if min(n_sparse, n_dense) < MIN_GROUP_TOKENS:
+        return [gate_result("pose", f"{n_sparse} sparse and {n_dense} dense tokens (needs {MIN_GROUP_TOKENS} each)",
+                            "analyse more tokens (language.analysis.tokens)")]
+    x = (tokens["gain"] / tokens["ref_benefit"]).to_numpy(float)
+    boot = ClusterBootstrap(tokens["doc"], s, "L2")
+    w = boot.weights(tokens["doc"])
+    diff = weighted_mean(x, w * sparse) - weighted_mean(x, w * ~sparse)
+    value, lo, hi = boot.interval(float(x[sparse].mean() - x[~sparse].mean()), diff)
+    return [interval_result(f"pose, context {short}", value, lo, hi, 0.0,
+                            note=f"sparse minus dense normalised gain ({n_sparse} vs {n_dense} tokens)")]
+
+
+# A criterion's {sparse_share} is the config's share, filled in when the claims are checked.
+CLAIMS = (
+    Claim("L1", "language", "A few distant tokens carry the long-context benefit.",
+          "of the tokens in the longer context window, a small number of them can be used to predict the current "
+          "token x_i nearly as well as all of the long-distance tokens",
+          f"Given a long-context benefit (its interval by document > 0) and a passed positive control (greedy "
+          f"k <= {SPARSE_K} recovers a median >= {{sparse_share}} on >= {MIN_GROUP_TOKENS} planted repeats): the "
+          f"median share recovered by the largest greedy k <= {MAX_K} has an interval low end >= {MIN_RECOVERED}, and "
+          "exceeds the null control's (greedy over another document's far context), interval low end > 0.",
+          language_sparse_dependency, "language_sparsity", unit="doc"),
+    Claim("L2", "language", "Tokens with sparse dependency generalize better from short-context training.",
+          "To ensure nontrivial length generalization performance, we combined RoPE with PoSE",
+          f"Given L1's two gates, for the PoSE model trained at the short context: its long-context gain normalised "
+          f"by the reference's benefit, on sparse tokens (greedy k <= {SPARSE_K} recovers {{sparse_share}}) minus "
+          "dense ones, interval (by document) low end > 0.",
+          language_sparse_generalizes, "language_length", unit="doc"),
+)
