@@ -12,8 +12,11 @@ def estimate(args) -> None:
     from sparselen import io
     from sparselen.config import load
     from sparselen.estimate import profiles, tables
+    from sparselen.estimate.dag import workflow_jobs
+    from sparselen.estimate.plan import plan
 
     cfg = load(args.configfile)
+    jobs = plan(cfg, workflow_jobs(args.configfile))
     if args.calibrate:
         from sparselen.estimate.calibrate import calibrate
 
@@ -24,7 +27,7 @@ def estimate(args) -> None:
     gpu, cpu = profiles.resolve(args.gpu, args.utilization, args.cpu_profile, compile=bool(cfg.get("compile")))
     if gpu is not None and not cfg.get("gpus_per_job"):
         print("note: gpus_per_job is 0 in this config: every job runs on the CPU profile")
-    out = tables.report(cfg, gpu, cpu, args.retries,
+    out = tables.report(cfg, jobs, gpu, cpu, args.retries,
                         dp_efficiency=args.dp_efficiency or tables.DP_EFFICIENCY)
     if args.jobs_csv:
         io.write_csv(out["jobs"], args.jobs_csv)

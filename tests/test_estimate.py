@@ -1,18 +1,47 @@
-"""The compute estimate: FLOP counts, the job list against Snakemake's, resubmission
-arithmetic, device profiles and the command."""
+"""The compute estimate: FLOP counts, every job of Snakemake's DAG priced by its slice,
+submissions as the SLURM profile forms them, resubmission arithmetic, device profiles and the
+command."""
 
+import contextlib
 import math
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 import torch
 
-from conftest import ROOT, SMOKE, dry_run_jobs
+from conftest import ROOT, SMOKE
 from sparselen.config import load
-from sparselen.estimate import calibrate, flops, plan, profiles, tables
+from sparselen.estimate import calibrate, dag, flops, plan, profiles, tables
 from sparselen.model import GPTNeoX, ModelConfig
 
 PAPER = (ROOT / "configs/paper.yaml",)
+
+
+def workflow_jobs(tmp_path_factory, configfile):
+    """The config's DAG, built in a scratch directory (as `snakemake -n` there)."""
+    with contextlib.chdir(tmp_path_factory.mktemp("dag")):
+        return dag.workflow_jobs(configfile)
+
+
+@pytest.fixture(scope="module")
+def smoke_dag(tmp_path_factory):
+    return workflow_jobs(tmp_path_factory, SMOKE)
+
+
+@pytest.fixture(scope="module")
+def paper_dag(tmp_path_factory):
+    return workflow_jobs(tmp_path_factory, PAPER)
+
+
+@pytest.fixture(scope="module")
+def smoke_jobs(smoke_dag):
+    return plan.plan(load(SMOKE), smoke_dag)
+
+
+@pytest.fixture(scope="module")
+def paper_jobs(paper_dag):
+    return plan.plan(load(PAPER), paper_dag)
 
 
 def test_flops_match_torch_flop_counter():
@@ -38,15 +67,45 @@ def test_six_n_per_token():
         == 6 * matrices
 
 
-@pytest.mark.parametrize("configfile", [SMOKE, PAPER], ids=["smoke", "paper"])
-def test_jobs_are_snakemakes_jobs(tmp_path, configfile):
-    """plan() lists the jobs a dry run of `all` would run, rule by rule."""
-    ours = Counter(j.rule for j in plan.plan(load(configfile)))
-    theirs = Counter(rule for rule, _ in dry_run_jobs(tmp_path, "all", configfile=configfile))
-    theirs = {r: n for r, n in theirs.items() if r not in ("all", "report")}
-    assert dict(ours) == theirs
-    benches = [j.bench for j in plan.plan(load(configfile))]  # --compare matches jobs by these
+@pytest.mark.parametrize("which", ["smoke", "paper"])
+def test_every_job_of_the_dag_is_priced(request, which):
+    """Every job but the target has a price: FLOPs where a model runs, units where none does."""
+    dag_jobs, jobs = request.getfixturevalue(f"{which}_dag"), request.getfixturevalue(f"{which}_jobs")
+    assert [j.rule for j in dag_jobs if plan.cost_function(j.rule) is None] == ["all"]
+    assert len(jobs) == len(dag_jobs) - 1
+    assert {j.dag.slice for j in jobs} == {"parity", "ppc", "language", "theory", "report"}
+    unpriced = [(j.dag.rule, j.dag.name) for j in jobs if not (j.work.flops > 0 if j.work.model_job else j.work.units)]
+    assert not unpriced
+    benches = [j.dag.bench for j in jobs]  # --compare matches jobs by these
     assert len(set(benches)) == len(benches), [b for b, n in Counter(benches).items() if n > 1]
+
+
+def test_a_rule_without_a_cost_fails_naming_it(monkeypatch, capsys, smoke_dag):
+    """Before any output, naming the function the rule's slice must define."""
+    import sparselen.parity.cost as parity_cost
+    from sparselen.cli import main
+
+    monkeypatch.delattr(parity_cost, "evaluate")
+    monkeypatch.setattr(dag, "workflow_jobs", lambda files: smoke_dag)
+    with pytest.raises(plan.MissingCost, match=r"^rule parity_evaluate has no cost: define sparselen\.parity\.cost\.evaluate$"):
+        main(["estimate", "--configfile", *map(str, SMOKE)])
+    assert capsys.readouterr().out == ""
+    new_slice = replace(smoke_dag[0], rule="sweep_train")
+    with pytest.raises(plan.MissingCost, match=r"define sparselen\.sweep\.cost\.train"):
+        plan.plan(load(SMOKE), [new_slice])
+
+
+def test_submissions_are_the_slurm_profiles(paper_jobs):
+    """A model's training and evaluations are one submission whose limit adds their runtimes;
+    the SFA runs share one (group-components) and run side by side, so its limit is one's."""
+    df = tables.estimate(load(PAPER), paper_jobs, None, profiles.CPU_DEFAULT)
+    runtime = load(PAPER)["resources"]["runtime"]
+    parity = df[df["rule"].isin(["parity_train", "parity_evaluate"])].groupby("submission")
+    assert parity.size().eq(2).all() and parity["limit_min"].first().eq(runtime + 10).all()
+    sfa = df[df["rule"] == "theory_run_sfa"]
+    assert sfa["submission"].nunique() == 1 and len(sfa) > 1 and set(sfa["limit_min"]) == {30}
+    sub = tables.submissions(df).set_index("submission").loc[sfa["submission"].iloc[0]]
+    assert sub["predicted_h"] == pytest.approx(sfa["seconds"].max() / 3600) and sub["limit_h"] == 0.5
 
 
 def test_attempts_and_resubmissions():
@@ -72,9 +131,9 @@ def test_profiles():
     assert flops.seconds(w, p)["seconds"] - fixed == pytest.approx(36 / 30000)
 
 
-def test_paper_config_on_h100(capsys):
+def test_paper_config_on_h100(capsys, paper_jobs):
     gpu, cpu = profiles.resolve("h100", 0.4, None)
-    t = tables.report(load(PAPER), gpu, cpu)
+    t = tables.report(load(PAPER), paper_jobs, gpu, cpu)
     jobs = t["jobs"]
     gpu_h = jobs.loc[jobs["device"] == "gpu", "seconds"].sum() / 3600
     assert 30 < gpu_h < 1000, gpu_h  # tens of GPU-hours, not 228,000
@@ -86,14 +145,15 @@ def test_paper_config_on_h100(capsys):
     assert set(jobs.loc[jobs["rule"] == "theory_run_sfa", "device"]) == {"cpu"}  # --device cpu in the rule
 
 
-def test_a_language_model_on_several_gpus(capsys):
+def test_a_language_model_on_several_gpus(capsys, paper_dag, paper_jobs):
     """language.parallel: 8 GPUs (4 per node x 2 nodes) cut a training's wall time by 8 x the
     assumed efficiency, cost about the same GPU-hours, and change no other job."""
     gpu, cpu = profiles.resolve("h100", 0.4, None)
-    one = tables.estimate(load(PAPER), gpu, cpu)
+    one = tables.estimate(load(PAPER), paper_jobs, gpu, cpu)
     cfg = load(PAPER)
     cfg["language"]["parallel"] = {"processes": 4, "nodes": 2, "strategy": "auto"}
-    eight = tables.estimate(cfg, gpu, cpu, dp_efficiency=0.8)
+    jobs = plan.plan(cfg, paper_dag)
+    eight = tables.estimate(cfg, jobs, gpu, cpu, dp_efficiency=0.8)
     train = one["rule"] == "language_train"
     assert (eight.loc[train, "devices"] == 8).all() and (eight.loc[~train, "devices"] == 1).all()
     start = gpu.job_s
@@ -103,11 +163,11 @@ def test_a_language_model_on_several_gpus(capsys):
     assert eight.loc[train, "device_seconds"].to_numpy() == pytest.approx(
         ((one.loc[train, "seconds"] - start) / 0.8 + 8 * start).to_numpy())
     assert eight.loc[~train, "seconds"].to_numpy() == pytest.approx(one.loc[~train, "seconds"].to_numpy())
-    tables.report(cfg, gpu, cpu, dp_efficiency=0.8)
+    tables.report(cfg, jobs, gpu, cpu, dp_efficiency=0.8)
     assert "devices x 0.8" in capsys.readouterr().out
 
 
-def test_quick_calibration_and_command(tmp_path, capsys):
+def test_quick_calibration_and_command(tmp_path, capsys, monkeypatch):
     p = calibrate.calibrate(quick=True)
     assert p.peak_flops > 1e8 and p.job_s > 0.1 and p.step_s >= 0
     prof = tmp_path / "cpu.json"
@@ -115,16 +175,16 @@ def test_quick_calibration_and_command(tmp_path, capsys):
     assert profiles.load_profile(prof) == p
     from sparselen.cli import main
 
+    monkeypatch.chdir(tmp_path)  # the DAG's .snakemake/, as `snakemake -n` here
     main(["estimate", "--configfile", *map(str, SMOKE), "--cpu-profile", str(prof), "--jobs-csv",
           str(tmp_path / "jobs.csv")])
     out = capsys.readouterr().out
     assert "Per slice" in out and "parity_train" in out and (tmp_path / "jobs.csv").exists()
 
 
-def test_compare_sets_predictions_against_measured_wall_time(tmp_path):
+def test_compare_sets_predictions_against_measured_wall_time(tmp_path, smoke_jobs):
     """Snakemake samples a job's CPU time at most every 30 s, so the comparison reads wall time."""
-    cfg = load(SMOKE)
-    jobs = tables.estimate(cfg, None, profiles.CPU_DEFAULT, 0)
+    jobs = tables.estimate(load(SMOKE), smoke_jobs, None, profiles.CPU_DEFAULT, 0)
     train = jobs[jobs["rule"] == "parity_train"].iloc[0]
     path = tmp_path / f"{train['bench']}.tsv"
     path.parent.mkdir(parents=True)

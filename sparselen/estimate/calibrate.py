@@ -138,10 +138,10 @@ def job_costs(device: str, threads: int, quick: bool) -> tuple[float, float, flo
         params = {"model": {**p["model"], "n_layer": 1, "n_head": 1, "d_model": 8, "d_ff": 8}, "scheme": p["scheme"],
                   "pose": p["pose"], "train": {**p["train"], "lengths": [4, 6], "steps": 1, "batch_size": 1},
                   "checkpoint": t / "c"}
-        model_job = child_cpu("parity_train", params=params, wildcards={"K": 1, "seed": 0}, config=runtime,
+        model_job = child_cpu("parity_train", params=params, wildcards={"K_train": 1, "seed": 0}, config=runtime,
                               output={"model": t / "m", "log_csv": t / "l.csv", "summary": t / "s.json"})
         child_cpu("parity_evaluate", input={"model": t / "m", "eval_set": t / "e0"}, output={"eval": t / "ev.csv"},
-                  params={"batch_tokens": 10}, wildcards={"K": 1, "seed": 0}, config=runtime)
+                  params={"batch_tokens": 10}, wildcards={"K_train": 1, "seed": 0}, config=runtime)
         table = child_cpu("parity_table", input={"evals": [t / "ev.csv"]}, output={"csv": t / "t.csv", "md": t / "t.md"})
         figure = table if quick else child_cpu("parity_figure", input={"table": t / "t.csv"},
                                                output={"png": t / "f.png", "pdf": t / "f.pdf"},

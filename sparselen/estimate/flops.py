@@ -5,7 +5,8 @@ Matrix products only (a multiply-add is 2 FLOPs): per token and layer of a forwa
 (causal: c = (T + 1) / 2 on average over T tokens; a KV-cached generation step attends to the
 whole cache); ``2 d V`` per unembedded position (plus the PPC position head). A training step is
 3x its forward pass (backward = 2x forward): the usual ``6 N`` per token plus attention (Kaplan
-et al. 2020, "Scaling laws for neural language models", section 2.1).
+et al. 2020, "Scaling laws for neural language models", section 2.1). The slices' cost functions
+(``sparselen/<slice>/cost.py``) build their jobs' ``Work`` from these.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ class Work:
     checkpoint_every: int = 0
     model_job: bool = True  # False: no model (data, tables, figures): always on the CPU profile
     cpu_only: bool = False  # runs on the CPU even in a GPU job (theory SFA runs: --device cpu)
+    devices: int = 1  # devices training one model together (language.parallel: processes x nodes)
 
     def add(self, kind: str, calls: float, flops: float, shape: Shape) -> "Work":
         self.terms.append(Term(kind, float(calls), float(flops), shape.n_layer, shape.d_model))
@@ -90,6 +92,30 @@ class Work:
     @property
     def flops(self) -> float:
         return sum(t.flops for t in self.terms)
+
+
+def mean(values) -> float:
+    values = list(values)
+    return sum(values) / len(values)
+
+
+def chunks(n: int, batch: int) -> list[int]:
+    """The batch sizes of ``n`` rows in batches of at most ``batch``."""
+    return [min(batch, n - i) for i in range(0, n, batch)]
+
+
+def train_work(shape: Shape, train: dict, rows: int, seq_lens: list[float]) -> Work:
+    """``train.steps`` training steps of ``rows`` sequences whose length is drawn from ``seq_lens``."""
+    steps = int(train["steps"])
+    per_step = mean(3 * shape.forward(rows, T) for T in seq_lens)
+    w = Work(train_steps=steps, checkpoint_every=int(train.get("checkpoint_every", steps)))
+    return w.add("train", steps, steps * per_step, shape)
+
+
+def aggregate(job=None, config=None) -> Work:
+    """A table, figure or report job: no model, a fixed cost (pandas, matplotlib, scipy); a
+    slice's cost module names it for each such step."""
+    return Work(model_job=False).unit("aggregate_job", 1)
 
 
 def seconds(work: Work, profile: Profile) -> dict:

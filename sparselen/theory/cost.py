@@ -1,0 +1,76 @@
+"""What each ``theory_*`` job computes, for ``sparselen estimate``: one function per step, named
+like it (rule ``theory_run_sfa`` -> ``run_sfa``), taking the DAG's job (rule, typed wildcards,
+params) and the validated config. A run trains and then evaluates at every ratio's length."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from sparselen.estimate.flops import Shape, Work, aggregate, chunks, mean, train_work
+from sparselen.theory.task import eval_lengths, planted_config, valid_lengths
+
+
+def run_sfa(job, config) -> Work:
+    p = job.params
+    pc, lengths, targets = _setting(job)
+    return sfa_work(pc, p.sfa, lengths, targets, p.eval)
+
+
+def run_gpt(job, config) -> Work:
+    p = job.params
+    pc, lengths, targets = _setting(job)
+    shape = Shape.of(p.gpt["model"], pc.vocab_size)
+    train = p.gpt["train"]
+    w = train_work(shape, train, train["batch_size"], [n + 1 for n in lengths])
+    for n in targets:
+        for b in chunks(p.eval["n"], p.eval["batch_size"]):
+            w.add("forward", 1, shape.forward(b, n + 1, "last"), shape)
+    return w
+
+
+table = figure = aggregate
+
+
+def _setting(job):
+    """(planted config, training lengths, evaluated lengths) of a run."""
+    p = job.params
+    pc = planted_config(p.task, job.wildcards.distribution, job.wildcards.k)
+    lo, L = p.train["lengths"]
+    return pc, valid_lengths(pc, lo, L), list(eval_lengths(L, p.eval["ratios"]).values())
+
+
+@lru_cache(maxsize=None)
+def sfa_tuples(pc, length: int, window: int) -> int:
+    """Number of k-tuples the SFA attends over at ``length`` (sparselen.theory.sfa._tuples,
+    counted without building them); the same for every seed, so counted once."""
+    import torch
+
+    from sparselen.theory.task import position_ids
+
+    ids = position_ids(pc, length)
+    sp = ids.sort().values
+    reach = torch.searchsorted(sp, sp + window, right=True) - 1 - torch.arange(len(sp))
+    return int(sum(math.comb(int(r), pc.k - 1) for r in reach.tolist()))
+
+
+def sfa_work(pc, s: dict, lengths: list[int], eval_lengths: list[int], ev: dict) -> Work:
+    """The idealized model's training and evaluation (sparselen.theory.sfa): per sequence of
+    T tokens with N tuples, the one-hot gather 2 k N T d_embed, key and value 4 N k d_embed
+    d_head, their MLPs 2 N d_head (d_head + q), the query's scores 2 N d_head."""
+    from sparselen.theory.sfa import sfa_window
+
+    window = sfa_window(pc, s["window"], lengths)
+    d, h, k = s["d_embed"], s["d_head"], pc.k
+
+    def per_row(n):
+        T, N = n + 1, sfa_tuples(pc, n, window)
+        return 2 * k * N * T * d + 4 * N * k * d * h + 2 * N * h * (h + pc.n_values) + 2 * N * h
+
+    shape = Shape(1, h, h, pc.n_values)
+    w = Work(cpu_only=True)
+    w.add("train", s["steps"], s["steps"] * 3 * mean(s["batch_size"] * per_row(n) for n in lengths), shape)
+    for n in eval_lengths:
+        for b in chunks(ev["n"], ev["batch_size"]):
+            w.add("forward", 1, b * per_row(n), shape)
+    return w
