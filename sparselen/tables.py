@@ -14,10 +14,25 @@ def read_tables(paths) -> pd.DataFrame:
     return pd.concat([pd.read_csv(p, dtype={"config_hash": str}) for p in paths], ignore_index=True)
 
 
-def runs_provenance(df: pd.DataFrame) -> dict:
-    """Provenance of a table aggregated over runs: their seeds and config hashes."""
-    return provenance(None, sorted(df["seed"].unique().tolist()),
-                      config_hashes=sorted(df["config_hash"].unique().tolist()))
+# pandas >= 3.1 reads every float back exactly (and deprecates choosing the converter); before,
+# only its round-trip converter did.
+EXACT_FLOATS = {} if tuple(map(int, pd.__version__.split(".")[:2])) >= (3, 1) else {"float_precision": "round_trip"}
+
+
+def read_table(path) -> pd.DataFrame:
+    """A table as ``write_table`` wrote it, every float read back to the same value (a table
+    built from another gives the numbers it would from the one in memory)."""
+    return pd.read_csv(path, **EXACT_FLOATS)
+
+
+def runs_provenance(*runs: pd.DataFrame) -> dict:
+    """Provenance of a table aggregated over runs: the seeds and config hashes of the runs'
+    tables that carry them."""
+    def values(column):
+        return sorted({v for df in runs if column in df for v in df[column].unique().tolist()})
+
+    hashes = values("config_hash")
+    return provenance(None, values("seed"), **({"config_hashes": hashes} if hashes else {}))
 
 
 def summary_table(df: pd.DataFrame, by: list[str], value: str = "accuracy") -> pd.DataFrame:

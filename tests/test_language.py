@@ -320,7 +320,7 @@ def test_clustered_interval_is_wider_than_tokens_as_independent():
 def test_controls_table_pairs_real_and_null_tokens():
     import pandas as pd
 
-    from sparselen.language import report
+    from sparselen.language import tables
 
     rng = np.random.default_rng(0)
     tokens = pd.DataFrame({"doc": np.repeat(np.arange(10), 5), "t": np.tile(np.arange(5), 10) + 100})
@@ -329,9 +329,78 @@ def test_controls_table_pairs_real_and_null_tokens():
     screen = tokens.assign(benefit=rng.normal(0.1, 0.01, len(tokens)))
     planted = pd.DataFrame({"doc": [0, 1], "t": [100, 101], "distance": [16, 64], "beyond": [False, True],
                             "benefit": [0.0, 1.0]})
-    table = report.controls(screen, planted, pd.concat([real, null]), {"n_boot": 200, "seed": 0})
+    table = tables.controls(screen, planted, pd.concat([real, null]), {"bootstrap": 200, "seed": 0})
     diff = table[table["statistic"] == "greedy k=1: real minus null"].iloc[0]
     assert diff["value"] == pytest.approx(0.3) and diff["ci_low"] == pytest.approx(0.3)
     assert diff["ci_high"] == pytest.approx(0.3) and diff["n_docs"] == 10
     assert set(table["control"]) == {"none", "planted", "null_far_context"}
     assert "distance 64 (beyond the short window)" in set(table["group"])
+
+
+def test_every_table_reads_per_run_tables_or_other_tables_by_name():
+    """A registry entry's inputs are names of RUN_TABLES["language"] (workflow/rules/language.smk)
+    or other entries, and its build function takes exactly those, plus the settings."""
+    import inspect
+    import re
+    from types import SimpleNamespace
+
+    from conftest import ROOT
+    from sparselen.language import tables
+    from sparselen.language.tables import TABLES
+
+    rules = (ROOT / "workflow/rules/language.smk").read_text()
+    block = rules[rules.index('RUN_TABLES["language"] = {'):].split("\n}\n")[0]
+    run_tables = set(re.findall(r'^\s+"(\w+)":', block, re.M))
+    assert {"deps", "transfer", "position", "screen", "planted", "induction", "screen_losses"} <= run_tables
+    for name, entry in TABLES.items():
+        assert set(entry.inputs) <= run_tables, name
+        assert set(entry.tables) <= set(TABLES) - {name}, name
+        assert list(inspect.signature(entry.build).parameters) == [*entry.input_names(), "analysis"], name
+    rule_inputs = tables.rule_inputs({name: [f"{name}.csv"] for name in run_tables}, "results/{table}.csv")
+    model_scale = SimpleNamespace(table="model_scale")
+    assert {name: f(model_scale) for name, f in rule_inputs.items() if f(model_scale)} == {
+        "screen_losses": ["screen_losses.csv"], "induction_table": "results/induction.csv"}
+
+
+def test_the_model_scale_table_reads_the_induction_table_file(tmp_path):
+    """Built by the rule's step from per-run files: the induction table's numbers reach the
+    model-scale table exactly as written, and a changed induction table changes it."""
+    import pandas as pd
+
+    from sparselen.jobs import Job
+    from sparselen.language import jobs, tables
+    from sparselen.tables import read_table, read_tables
+
+    rng = np.random.default_rng(0)
+    losses, probes = [], []
+    for scheme, parameters in (("rope", 200), ("rope_small", 100)):
+        run = tmp_path / scheme
+        run.mkdir()
+        pd.DataFrame({"doc": np.repeat(np.arange(4), 3), "t": np.arange(12), "context": 24, "scheme": scheme,
+                      "seed": 0, "parameters": parameters, "loss_short": 5.0, "loss_long": 4.0,
+                      "gain": rng.normal(0.1, 0.05, 12)}).to_csv(run / "screen_losses.csv", index=False)
+        pd.DataFrame({"copy1": rng.uniform(4, 5, 5), "copy2": rng.uniform(3, 4, 5), "copy2_short": 4.5,
+                      "sequence": np.arange(5), "context": 24, "scheme": scheme,
+                      "seed": 0}).to_csv(run / "induction.csv", index=False)
+        losses.append(run / "screen_losses.csv")
+        probes.append(run / "induction.csv")
+    settings = {"bootstrap": 50, "seed": 0}
+
+    def build(table, **inputs):
+        out = {"csv": tmp_path / f"{table}.csv", "md": tmp_path / f"{table}.md"}
+        jobs.table(Job.of("language_table", input=inputs, output=out, params={"analysis": settings},
+                          wildcards={"table": table}))
+        return read_table(out["csv"]).set_index("scheme")
+
+    induction = build("induction", induction=probes)
+    scale = build("model_scale", screen_losses=losses, induction_table=tmp_path / "induction.csv")
+    assert list(scale.index) == ["rope_small", "rope"]
+    in_memory = tables.induction_probe(read_tables(probes), settings).set_index("scheme")
+    for ours, theirs in (("copy1_minus_copy2", "copy1_minus_copy2"), ("copy_low", "ci_low"), ("copy_high", "ci_high")):
+        assert scale[ours].to_dict() == in_memory.loc[scale.index, theirs].to_dict()
+    changed = induction.reset_index().assign(copy1_minus_copy2=lambda d: d["copy1_minus_copy2"] + 1)
+    changed.to_csv(tmp_path / "induction.csv", index=False)
+    rescaled = build("model_scale", screen_losses=losses, induction_table=tmp_path / "induction.csv")
+    assert (rescaled["copy1_minus_copy2"] == scale["copy1_minus_copy2"] + 1).all()
+    assert rescaled["gain"].equals(scale["gain"])
+    assert "Provenance" in (tmp_path / "model_scale.md").read_text()

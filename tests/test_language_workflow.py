@@ -6,6 +6,7 @@ import pandas as pd
 import yaml
 
 from conftest import DEFAULT_CONFIG, SMOKE_CONFIG, dry_run_jobs, smoke_config, snakemake
+from sparselen.language.tables import TABLES
 
 
 def smoke_language():
@@ -15,10 +16,13 @@ def smoke_language():
 def test_fig_language_lists_exactly_the_needed_jobs(tmp_path):
     lang = smoke_language()
     runs = (len(lang["schemes"]["short"]) + len(lang["schemes"]["long"])) * len(lang["seeds"])
-    jobs = collections.Counter(rule for rule, _ in dry_run_jobs(tmp_path, "fig_language"))
+    planned = dry_run_jobs(tmp_path, "fig_language")
+    jobs = collections.Counter(rule for rule, _ in planned)
     assert jobs == {"language_corpus": 1, "language_tokenizer": 1, "language_tokens": 1, "language_train": runs,
                     "language_loss_by_position": runs, "language_analyze": len(lang["seeds"]),
-                    "language_transfer": runs, "language_tables": 1, "language_figures": 1, "fig_language": 1}
+                    "language_transfer": runs, "language_table": len(TABLES), "language_figures": 1,
+                    "fig_language": 1}
+    assert {w["table"] for rule, w in planned if rule == "language_table"} == set(TABLES)
 
 
 def test_smoke_run_language_outputs(smoke_run):
@@ -50,6 +54,8 @@ def test_smoke_run_language_outputs(smoke_run):
     assert (scale["gain_low"] <= scale["gain"]).all() and scale["copy1_minus_copy2"].notna().all()
     types = pd.read_csv(smoke_run / "results/language/dependency_types.csv")
     assert {"target_in_far", "distance_bin", "sparsity"} == set(types["split"])
+    for name in TABLES:
+        assert "Provenance" in (smoke_run / f"results/language/{name}.md").read_text()
     for f in ("language_sparsity.png", "language_sparsity.pdf", "language_length.png", "language_length.pdf"):
         assert (smoke_run / "results/figures" / f).stat().st_size > 1000
 

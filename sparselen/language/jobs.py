@@ -14,15 +14,18 @@ from sparselen import io
 from sparselen.architectures import model_config
 from sparselen import distributed
 from sparselen.distributed import DataParallel
-from sparselen.jobs import runtime
-from sparselen.language import analysis, controls, corpus as corpora, data, report, tokenizer as tokenizers
+from sparselen.jobs import named, runtime
+from sparselen.language import analysis, controls, corpus as corpora, data, tokenizer as tokenizers
 from sparselen.language import token_files as token_file_format
 from sparselen.language.evaluate import loss_by_position as losses_by_position
 from sparselen.language.evaluate import position_bins
+from sparselen.language.figures import figures as draw_figures
+from sparselen.language.tables import TABLES
 from sparselen.provenance import provenance
 from sparselen.rng import generator
 from sparselen.stats import t_interval
 from sparselen.run import Run
+from sparselen.tables import runs_provenance, write_table
 from sparselen.train import TrainConfig, load_model
 from sparselen.train import train as train_model
 
@@ -197,13 +200,17 @@ def induction(model, docs, cfg: dict, short: int, long: int, batch_size: int, de
     return df
 
 
-def tables(job) -> None:
-    i = job.input
-    report.tables(job.params.analysis, i.deps, i.transfer, i.position, job.output, i.screen, i.planted, i.induction,
-                  i.screen_losses)
+def table(job) -> None:
+    """The table ``wildcards.table`` of the registry (sparselen/language/tables.py): its
+    inputs read by name, built with params.analysis (the settings it reads), written as CSV
+    and Markdown with the provenance of the runs it reads."""
+    entry, settings = TABLES[job.wildcards.table], dict(job.params.analysis)
+    inputs = entry.read(named(job.input))
+    write_table(entry.build(**inputs, analysis=settings), job.output.csv, job.output.md,
+                entry.title.format(**settings), runs_provenance(*inputs.values()))
 
 
 def figures(job) -> None:
     i, ctx = job.input, job.params.contexts
-    report.figures(ctx["short"], ctx["long"], job.params.min_benefit, i.table, i.generalization, i.position,
-                   i.screen, job.output)
+    draw_figures(ctx["short"], ctx["long"], job.params.min_benefit, i.table, i.generalization, i.loss_by_position,
+                 i.screen, job.output)

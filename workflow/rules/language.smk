@@ -2,6 +2,7 @@
 # -> train per (context, run, seed) -> loss by position per run; the reference
 # (long-context) model -> sparse-dependency analysis per seed -> every run's losses on the
 # analysed tokens -> tables -> figures.
+import sparselen.language.tables
 import sparselen.variants
 
 LANG = config["language"]
@@ -223,42 +224,44 @@ rule language_transfer:
         JOB
 
 
-rule language_tables:
+# The tables (sparselen/language/tables.py TABLES), one job each: its named inputs are the
+# per-run tables and other tables (`<table>_table`) its registry entry reads, its params the
+# language.analysis settings the entry reads.
+LANG_TABLES = sparselen.language.tables.TABLES
+LANG_TABLE = f"{LANG_DIR}/{{table}}"
+
+
+rule language_table:
     input:
-        **RUN_TABLES["language"],
+        **sparselen.language.tables.rule_inputs(
+            RUN_TABLES["language"], f"{LANG_TABLE}.csv"
+        ),
     output:
-        table_csv=f"{LANG_DIR}/table.csv",
-        table_md=f"{LANG_DIR}/table.md",
-        generalization_csv=f"{LANG_DIR}/generalization.csv",
-        generalization_md=f"{LANG_DIR}/generalization.md",
-        position_csv=f"{LANG_DIR}/loss_by_position.csv",
-        controls_csv=f"{LANG_DIR}/controls.csv",
-        controls_md=f"{LANG_DIR}/controls.md",
-        induction_csv=f"{LANG_DIR}/induction.csv",
-        induction_md=f"{LANG_DIR}/induction.md",
-        dependency_types_csv=f"{LANG_DIR}/dependency_types.csv",
-        dependency_types_md=f"{LANG_DIR}/dependency_types.md",
-        model_scale_csv=f"{LANG_DIR}/model_scale.csv",
-        model_scale_md=f"{LANG_DIR}/model_scale.md",
+        csv=f"{LANG_TABLE}.csv",
+        md=f"{LANG_TABLE}.md",
     log:
-        "logs/language/tables.log",
+        "logs/language/table/{table}.log",
     benchmark:
-        "results/benchmarks/language/tables.tsv"
+        "results/benchmarks/language/table/{table}.tsv"
+    wildcard_constraints:
+        table="|".join(LANG_TABLES),
     group:
         GROUP_AGGREGATE
     conda:
         ENV
     params:
-        analysis=LANG["analysis"],
+        analysis=sparselen.language.tables.rule_settings(LANG["analysis"]),
     script:
         JOB
 
 
 rule language_figures:
     input:
-        table=rules.language_tables.output.table_csv,
-        generalization=rules.language_tables.output.generalization_csv,
-        position=rules.language_tables.output.position_csv,
+        table=rules.language_table.output.csv.format(table="table"),
+        generalization=rules.language_table.output.csv.format(table="generalization"),
+        loss_by_position=rules.language_table.output.csv.format(
+            table="loss_by_position"
+        ),
         screen=RUN_TABLES["language"]["screen"],
     output:
         sparsity_png=report(
@@ -291,4 +294,4 @@ rule language_figures:
 rule fig_language:
     input:
         rules.language_figures.output,
-        rules.language_tables.output,
+        expand(rules.language_table.output, table=LANG_TABLES),
