@@ -102,7 +102,7 @@ def transfer(job, config) -> Work:
     return w
 
 
-table = tables = figures = aggregate  # language_table: one job per table; language_tables: all in one
+table = figures = aggregate
 
 
 def analysis_work(shape: Shape, a: dict, short: int, long: int) -> Work:
