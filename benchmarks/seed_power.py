@@ -58,12 +58,12 @@ def settings(cfg: dict, name: str, n_boot: int) -> v.Settings:
 
 def power(claim: v.Claim, table: pd.DataFrame, s: v.Settings, draws: int) -> pd.DataFrame:
     seeds = v.units_of(table, "seed")
-    full = v.combine(claim.test({"evals": table}, s))[0]
+    full = v.combine(claim.test({"evals": table}, s)).verdict
     rng = s.rng("power", claim.id)
     rows = []
     for n in range(2, len(seeds) + 1):
         picks = [rng.choice(seeds, n, replace=False) for _ in range(draws if n < len(seeds) else 1)]
-        verdicts = [v.combine(claim.test({"evals": table[table["seed"].isin(p)]}, s))[0] for p in picks]
+        verdicts = [v.combine(claim.test({"evals": table[table["seed"].isin(p)]}, s)).verdict for p in picks]
         decisive = [x for x in verdicts if x in (v.HOLDS, v.FAILS)]
         rows.append({"claim": claim.id, "seeds": n, "draws": len(picks), "all_seeds": full,
                      "decisive": len(decisive) / len(picks),

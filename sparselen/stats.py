@@ -58,6 +58,24 @@ def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+def welch_interval(a, b, level: float = 0.95) -> tuple[float, float, float]:
+    """(mean(a) - mean(b), low, high): Welch's t interval of a difference of means of two sets
+    of runs with possibly unequal variances; NaN interval if either has fewer than two values,
+    zero width when neither varies."""
+    from scipy.stats import t as student_t
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    diff = float(a.mean() - b.mean())
+    if len(a) < 2 or len(b) < 2:
+        return diff, float("nan"), float("nan")
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    if va + vb == 0:
+        return diff, diff, diff
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = float(student_t.ppf(0.5 + level / 2, df) * np.sqrt(va + vb))
+    return diff, diff - half, diff + half
+
+
 def summarize(df: pd.DataFrame, by: list[str], value: str, seed_col: str = "seed",
               clip: tuple[float, float] | None = (0.0, 1.0)) -> pd.DataFrame:
     """One row per ``by`` group: mean, ci_low, ci_high, n_seeds of ``value`` over seeds."""

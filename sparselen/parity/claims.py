@@ -1,20 +1,28 @@
 """The sparse parity slice's claims (P1-P3): criteria, constants and gates, tested on the per-run
-evaluation tables (docs/reconstruction.md, "Claims")."""
+evaluation tables (docs/reconstruction.md, "Claims").
+
+Each test works per K_train (a group) on the runs that fit each k_test <= K_train on the
+training lengths, computes one value per training seed and decides on the Student-t interval
+of those values (``sparselen.stats.t_interval``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from sparselen.stats import resample_accuracy, spearman
-from sparselen.verdicts import FIT, MIN_FITTED_RUNS, Claim, Result, Settings, gate_result, interval_result
+from sparselen.stats import spearman, t_interval
+from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, gate_result, interval_result,
+                                seeds_design)
 
 READS = ("evals",)  # the per-run tables the tests read (RUN_TABLES["parity"] in the rules)
 
-# Criteria, fixed before the results (docs/reconstruction.md, "Claims").
+# Criteria (docs/reconstruction.md, "Claims").
 CHANCE = 0.5  # sparse parity is a balanced binary label
 MIN_RANK_CELLS = 3  # a rank over fewer cells has no power
-RETAINED = 0.5  # P2: share of the in-distribution margin above chance kept at the longest length
+RETAINED = 0.5  # P2: more than half of the in-distribution margin above chance kept at the longest length
+
+NOT_LEARNED = "train longer or a larger model until every k_test <= K_train fits (configs/paper.yaml: the paper's sizes)"
+RANKABLE = f"K_train >= {MIN_RANK_CELLS} with every k_test <= K_train learned (configs/paper.yaml: K_train 4 to 12)"
 
 
 def facts(section: dict) -> dict:
@@ -22,122 +30,135 @@ def facts(section: dict) -> dict:
     return {"train_lengths": tuple(section["train"]["lengths"])}
 
 
-def parity_fit(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
-    """Per (K_train, seed, k_test): whether the run fits that cell (accuracy >= FIT at every
-    evaluated training length)."""
+def accuracies(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
+    """Per (K_train, seed, k_test): accuracy on the training lengths (``in``, pooled), whether
+    the run fits the cell (accuracy >= FIT at every evaluated training length), and its accuracy
+    at every length (columns = lengths)."""
     lo, hi = s.facts["train_lengths"]
-    inside = runs[runs["length"].between(lo, hi)]
-    fit = inside.groupby(["K_train", "seed", "k_test"])["accuracy"].min().ge(FIT)
-    return fit.rename("fit").reset_index()
+    key = ["K_train", "seed", "k_test"]
+    inside = runs[runs["length"].between(lo, hi)].groupby(key)
+    cells = pd.DataFrame({"fit": inside["accuracy"].min().ge(FIT),
+                          "in": inside["correct"].sum() / inside["n"].sum()})
+    by_length = runs.pivot_table(index=key, columns="length", values="accuracy", aggfunc="first")
+    return cells.join(by_length, how="inner")
 
 
-def _fitted_cells(g: pd.DataFrame, fit: pd.DataFrame, K: int) -> tuple[pd.DataFrame, list[int], str]:
-    """Rows of fitted runs for the cells k_test <= K that have at least MIN_FITTED_RUNS of them;
-    the fitted k_test; and a note of the runs left out."""
-    f = fit[(fit["K_train"] == K) & (fit["k_test"] <= K)]
-    counts = f.groupby("k_test")["fit"].agg(["sum", "size"])
-    ks = [int(k) for k, c in counts.iterrows() if c["sum"] >= MIN_FITTED_RUNS]
-    left_out = [f"k_test={k}: {int(c['sum'])} of {int(c['size'])} seeds fit" for k, c in counts.iterrows()
-                if c["sum"] < c["size"]]
-    keep = f[f["fit"] & f["k_test"].isin(ks)][["seed", "k_test"]]
-    return g.merge(keep, on=["seed", "k_test"]), ks, "; ".join(left_out)
+def _groups(runs: pd.DataFrame, s: Settings):
+    """Per K_train: (group name, K, per-run cells k_test <= K that the run fits, among the k_test
+    fitted by at least MIN_FITTED_RUNS runs; a note of the runs left out)."""
+    acc = accuracies(runs, s).reset_index()
+    for K, g in acc[acc["k_test"] <= acc["K_train"]].groupby("K_train", sort=True):
+        counts = g.groupby("k_test")["fit"].agg(["sum", "size"])
+        ks = [int(k) for k, c in counts.iterrows() if c["sum"] >= MIN_FITTED_RUNS]
+        left_out = "; ".join(f"k_test={k}: {int(c['sum'])} of {int(c['size'])} seeds fit"
+                             for k, c in counts.iterrows() if c["sum"] < c["size"])
+        yield f"K_train={K}", int(K), g[g["fit"] & g["k_test"].isin(ks)], ks, left_out
 
 
-def _parity_groups(runs: pd.DataFrame, s: Settings):
-    fit = parity_fit(runs, s)
-    for K, g in runs.groupby("K_train", sort=True):
-        rows, ks, note = _fitted_cells(g, fit, int(K))
-        yield f"K_train={K}", int(K), rows, ks, note
+def _longest(cells: pd.DataFrame) -> int:
+    return max(c for c in cells.columns if isinstance(c, (int, np.integer)))
 
 
-NOT_LEARNED = "train longer or a larger model until every k_test <= K_train fits (configs/paper.yaml: the paper's sizes)"
-
-
-def _margins(rows: pd.DataFrame, s: Settings, *key) -> tuple:
-    """Per fitted k_test: (k values, acc at the longest length [point, boot], acc on the
-    training lengths [point, boot])."""
-    lo, hi = s.facts["train_lengths"]
-    longest = rows["length"].max()
-    where = np.where(rows["length"].between(lo, hi), "in", np.where(rows["length"] == longest, "long", ""))
-    sel = rows.assign(where=where)
-    sel = sel[sel["where"] != ""]
-    cells, point, boot = resample_accuracy(sel, ["k_test", "where"], s, *key)
-    frame = pd.DataFrame(np.column_stack([point, boot]), index=cells)
-    long_ = frame.xs("long", level="where")
-    in_ = frame.xs("in", level="where").loc[long_.index]
-    return long_.index.to_numpy(float), long_.to_numpy(), in_.to_numpy(), longest
-
-
-def _too_few_to_rank(name: str, ks: list[int], note: str) -> Result:
-    return gate_result(name, f"{len(ks)} fitted k_test <= K_train (a rank needs {MIN_RANK_CELLS})"
-                       + (f"; {note}" if note else ""), f"K_train >= {MIN_RANK_CELLS} with every k_test <= K_train "
-                       "learned (configs/paper.yaml: K_train 4 to 12)")
+def _per_seed_rank(cells: pd.DataFrame, value, name: str, K: int, ks: list, note: str, threshold_above: bool,
+                   what: str) -> Result:
+    """Spearman's rho of ``value(seed's cells)`` against k_test, one per seed with at least
+    MIN_RANK_CELLS fitted cells; decided on the t interval of the seeds' rhos against 0."""
+    rhos = {seed: spearman(c["k_test"].to_numpy(float), value(c).to_numpy(float))
+            for seed, c in cells.groupby("seed") if len(c) >= MIN_RANK_CELLS}
+    left = f"; left out: {note}" if note else ""
+    if len(ks) < MIN_RANK_CELLS or len(rhos) < MIN_FITTED_RUNS:
+        return gate_result(name, f"{len(ks)} fitted k_test <= K_train {ks}, {len(rhos)} seeds with "
+                           f"{MIN_RANK_CELLS} fitted cells (a rank needs {MIN_RANK_CELLS} cells, a verdict "
+                           f"{MIN_FITTED_RUNS} seeds){left}", RANKABLE)
+    mean, lo, hi = t_interval(list(rhos.values()))
+    return interval_result(name, mean, lo, hi, 0.0, above=threshold_above,
+                           note=f"{what}, k_test {ks}, mean of {len(rhos)} seeds' rho{left}")
 
 
 def parity_rank(data: dict, s: Settings) -> list[Result]:
     """P1: accuracy at the longest length falls with k_test, over the fitted k_test <= K_train."""
     out = []
-    for name, K, rows, ks, note in _parity_groups(data["evals"], s):
-        if len(ks) < MIN_RANK_CELLS:
-            out.append(_too_few_to_rank(name, ks, note))
-            continue
-        k, long_, _, longest = _margins(rows, s, "P1", K)
-        rho = spearman(k, long_[:, 0])
-        lo, hi = s.interval(spearman(k, long_[:, 1:]))
-        out.append(interval_result(name, rho, lo, hi, 0.0, above=False,
-                                   note=f"length {longest}, k_test {ks}" + (f"; left out: {note}" if note else "")))
+    for name, K, cells, ks, note in _groups(data["evals"], s):
+        longest = _longest(cells)
+        out.append(_per_seed_rank(cells, lambda c: c[longest], name, K, ks, note, False, f"length {longest}"))
     return out
+
+
+def retained_margin(acc, acc_in):
+    """The share of the in-distribution margin above chance kept: 1 = no loss, 0 = at chance."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (acc - CHANCE) / (acc_in - CHANCE)
 
 
 def parity_retained(data: dict, s: Settings) -> list[Result]:
-    """P2: at k_test = K_train, the share of the in-distribution margin above chance kept at the
-    longest length exceeds RETAINED."""
+    """P2: at k_test = K_train, more than RETAINED of the in-distribution margin above chance is
+    kept at the longest length."""
     out = []
-    for name, K, rows, ks, note in _parity_groups(data["evals"], s):
+    for name, K, cells, ks, note in _groups(data["evals"], s):
         if K not in ks:
             out.append(gate_result(name, f"k_test = K_train = {K} not learned in distribution ({note})", NOT_LEARNED))
             continue
-        k, long_, in_, longest = _margins(rows[rows["k_test"] == K], s, "P2", K)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            kept = (long_[0] - CHANCE) / (in_[0] - CHANCE)
-        lo, hi = s.interval(kept[1:])
-        out.append(interval_result(name, kept[0], lo, hi, RETAINED, note=f"k_test={K}, length {longest}"))
+        longest, at_k = _longest(cells), cells[cells["k_test"] == K]
+        kept = retained_margin(at_k[longest], at_k["in"])
+        mean, lo, hi = t_interval(kept)
+        out.append(interval_result(name, mean, lo, hi, RETAINED,
+                                   note=f"k_test={K}, length {longest}, mean of {len(kept)} seeds"))
     return out
+
+
+def fall_rate(cells: pd.DataFrame, train_max: int) -> pd.Series:
+    """How fast a cell's accuracy falls with length: the mean, over every evaluated length L
+    beyond training, of the retained margin lost per doubling from the longest training length,
+    (1 - retained(L)) / log2(L / train_max)."""
+    longer = [c for c in cells.columns if isinstance(c, (int, np.integer)) and c > train_max]
+    lost = [(1 - retained_margin(cells[L], cells["in"])) / np.log2(L / train_max) for L in longer]
+    return pd.concat(lost, axis=1).mean(axis=1)
 
 
 def parity_denser_falls_faster(data: dict, s: Settings) -> list[Result]:
-    """P3: the normalised drop 1 - (acc - 0.5) / (acc_in - 0.5) grows with k_test."""
+    """P3: accuracy falls faster with length the larger k_test (``fall_rate`` rises with k_test)."""
     out = []
-    for name, K, rows, ks, note in _parity_groups(data["evals"], s):
-        if len(ks) < MIN_RANK_CELLS:
-            out.append(_too_few_to_rank(name, ks, note))
-            continue
-        k, long_, in_, longest = _margins(rows, s, "P3", K)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            drop = 1 - (long_ - CHANCE) / (in_ - CHANCE)
-        rho = spearman(k, drop[:, 0])
-        lo, hi = s.interval(spearman(k, drop[:, 1:]))
-        out.append(interval_result(name, rho, lo, hi, 0.0, note=f"training lengths to {longest}, k_test {ks}"))
+    train_max = s.facts["train_lengths"][1]
+    for name, K, cells, ks, note in _groups(data["evals"], s):
+        out.append(_per_seed_rank(cells, lambda c: fall_rate(c, train_max), name, K, ks, note, True,
+                                  f"fall rate from length {train_max}"))
     return out
+
+
+def _rankable(section: dict) -> str:
+    ks = section["eval"]["k_test"]
+    if not any(sum(k <= K for k in ks) >= MIN_RANK_CELLS for K in section["K_train"]):
+        return f"no K_train with {MIN_RANK_CELLS} evaluated k_test <= K_train"
+    return seeds_design(len(section["seeds"]))
+
+
+def _retainable(section: dict) -> str:
+    if not set(section["K_train"]) & set(section["eval"]["k_test"]):
+        return "no K_train is an evaluated k_test"
+    return seeds_design(len(section["seeds"]))
 
 
 CLAIMS = (
     Claim("P1", "parity", "Sparser tasks length-generalize better.",
           "length generalization occurs as long as each predicted token depends on a small (fixed) number of "
           "previous tokens",
-          f"For every K_train, over the fitted k_test <= K_train (at least {MIN_RANK_CELLS}), at the longest "
-          "evaluated length: Spearman's rho of accuracy against k_test < 0 (interval's upper end < 0).",
-          parity_rank, "parity"),
+          f"For every K_train with {MIN_RANK_CELLS} fitted k_test <= K_train: at the longest evaluated length, "
+          "Spearman's rho of accuracy against k_test per seed; the t interval of the seeds' rhos has its upper end "
+          "< 0.",
+          parity_rank, "parity", _rankable),
     Claim("P2", "parity", "A trained sparsity generalizes to samples ten times longer.",
           "length generalization occurs as long as each predicted token depends on a small (fixed) number of "
           "previous tokens",
-          f"For every K_train, at k_test = K_train and the longest evaluated length: (acc - 0.5) / (acc_in - 0.5), "
-          f"acc_in on the training lengths, has an interval whose low end > {RETAINED}.",
-          parity_retained, "parity"),
+          f"For every K_train, at k_test = K_train and the longest evaluated length: the retained margin "
+          f"(acc - 0.5) / (acc_in - 0.5) per seed, acc_in on the training lengths; the t interval of the seeds' "
+          f"values has its low end > {RETAINED}.",
+          parity_retained, "parity", _retainable),
     Claim("P3", "parity", "Accuracy falls faster with length the larger k is.",
           "a key factor driving length generalization is a 'sparse' dependency structure of each token on the "
           "previous ones",
-          f"For every K_train, over at least {MIN_RANK_CELLS} fitted k_test <= K_train: Spearman's rho of the "
-          "normalised drop 1 - (acc - 0.5) / (acc_in - 0.5) against k_test > 0 (interval's low end > 0).",
-          parity_denser_falls_faster, "parity"),
+          f"For every K_train with {MIN_RANK_CELLS} fitted k_test <= K_train: per seed, Spearman's rho of the fall "
+          "rate (the mean over every evaluated length L beyond training of the retained margin lost per doubling "
+          "of length, (1 - retained(L)) / log2(L / longest training length)) against k_test; the t interval of the "
+          "seeds' rhos has its low end > 0.",
+          parity_denser_falls_faster, "parity", _rankable),
 )

@@ -35,38 +35,50 @@ class _Facts(dict):
         return f"<{key}>"
 
 
-def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS) -> pd.DataFrame:
+def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, designs: dict | None = None) -> pd.DataFrame:
     """One row per (claim, group) plus one ``group == "all"`` row per claim with its verdict,
-    reason, stability and the figure that shows the evidence. ``data`` maps a slice to its
-    tables by name (its claims module's ``READS``); absent: the slice was not run. ``facts``
-    maps a slice to its claims module's ``facts`` of the config run (a criterion's placeholders
-    are filled in from them)."""
+    reason, groups tested, stability and the figure that shows the evidence. ``data`` maps a
+    slice to its tables by name (its claims module's ``READS``); absent: the slice was not run.
+    ``facts`` maps a slice to its claims module's ``facts`` of the config run (a criterion's
+    placeholders are filled in from them). ``designs`` maps a claim to the shipped configs whose
+    design can decide it (``decidable_on``)."""
     rows = []
     for c in claims:
         table = data.get(c.slice)
         settings = Settings(resampling.n_boot, resampling.seed, resampling.level, facts.get(c.slice, {}))
         base = {"claim": c.id, "slice": c.slice, "statement": c.statement, "quote": c.quote,
-                "criterion": c.criterion.format_map(_Facts(settings.facts)), "figure": c.figure}
+                "criterion": c.criterion.format_map(_Facts(settings.facts)), "figure": c.figure,
+                "decidable_on": ", ".join((designs or {}).get(c.id, []))}
         if table is None:
             rows.append({**base, "group": "all", "verdict": NOT_RUN, "reason": f"the {c.slice} slice was not run",
-                         "stability": np.nan, "resamples": 0})
+                         "stability": np.nan, "resampled": ""})
             continue
         results = c.test(table, settings)
-        verdict, reason = combine(results)
-        share, n = stability(c, table, settings, verdict)
+        d = combine(results)
+        verdict, reason = d.verdict, d.reason
+        share, how = stability(c, table, settings, verdict)
         if verdict != INCONCLUSIVE and share > UNSTABLE:
-            verdict, reason = INCONCLUSIVE, (f"unstable: the verdict ({verdict}) changes in {share:.0%} of {n} "
-                                             f"resamples of the {c.unit}s; {reason}")
-        resolve = "; ".join(dict.fromkeys(r.resolve for r in results if r.resolve and r.verdict != HOLDS))
-        if verdict == INCONCLUSIVE and reason.startswith("unstable"):
+            verdict, reason = INCONCLUSIVE, (f"unstable: the verdict ({verdict}) differs in {share:.0%} of the "
+                                             f"resamples ({how}); {reason}")
+        resolve = "; ".join(dict.fromkeys(r.resolve for r in results if r.resolve and r.verdict != HOLDS
+                                          and not r.control))
+        if reason.startswith("unstable"):
             resolve = "; ".join(filter(None, ["more seeds (a second seed set: seed_offset)", resolve]))
-        head = results[0] if len(results) == 1 else None
+        head = [r for r in results if not r.control]
+        head = head[0] if len(head) == 1 else None
         rows.append({**base, "group": "all", "verdict": verdict, "reason": reason, "resolve": resolve,
-                     "stability": share, "resamples": n,
+                     "groups_tested": f"{d.tested} of {d.groups}", "stability": share, "resampled": how,
                      "value": head.value if head else np.nan, "ci_low": head.ci_low if head else np.nan,
                      "ci_high": head.ci_high if head else np.nan})
         rows.extend({**base, **r.__dict__} for r in results)
     return pd.DataFrame(rows)
+
+
+def designs(configs: dict, claims=CLAIMS) -> dict:
+    """Per claim, the names of ``configs`` (name -> loaded config) whose design can decide it:
+    the slice runs and its claim's ``design`` finds nothing missing."""
+    return {c.id: [name for name, cfg in configs.items() if c.slice in cfg and not c.design(cfg[c.slice])]
+            for c in claims}
 
 
 def evidence(rows: pd.DataFrame) -> str:

@@ -8,11 +8,13 @@ from sparselen.estimate.flops import Work, aggregate
 
 
 def claims(job, config) -> Work:
-    """Every claim's bootstrap (``report.bootstrap`` replicates) and its stability check."""
+    """The language claims' document bootstrap (``report.bootstrap`` replicates) and their
+    stability check (resamples of the documents, a bootstrap each); the seed-level claims'
+    t intervals cost next to nothing."""
     # imported here, when a claims job is priced: the stability check's resampling sizes
-    from sparselen.verdicts import STABILITY_BOOT, STABILITY_REPLICATES
+    from sparselen.verdicts import DOCUMENT_RESAMPLES, STABILITY_BOOT
 
-    replicates = job.params.report["bootstrap"] + STABILITY_REPLICATES * STABILITY_BOOT
+    replicates = job.params.report["bootstrap"] + DOCUMENT_RESAMPLES * STABILITY_BOOT
     return aggregate().unit("claims_replicate", replicates)
 
 

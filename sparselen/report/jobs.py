@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from sparselen import io
+from sparselen.config import load as load_config
 from sparselen.provenance import provenance
 from sparselen.report import claims as cl
 from sparselen.report import hyperparams as hp
@@ -22,13 +23,18 @@ log = logging.getLogger(__name__)
 
 def claims(job) -> pd.DataFrame:
     """Check every claim on the tables of the slices that ran: input ``<slice>_<table>`` for each
-    table its claims module READS (a slice without inputs: not run); params report (the report
-    section) and facts (per slice, its claims module's facts of the config run)."""
+    table its claims module READS (a slice without inputs: not run) and the shipped configs
+    (``shipped``: which of them can decide each claim); params report (the report section), facts
+    (per slice, its claims module's facts of the config run) and criteria (the criteria's
+    version)."""
     i, p = job.input, job.params
     data = {name: {t: read_tables(getattr(i, f"{name}_{t}")) for t in cl.slice_claims(name).READS}
             for name in p.facts}
     r = p.report
-    table = cl.check(data, Resampling(n_boot=r["bootstrap"], seed=r["seed"], level=r["level"]), p.facts)
+    shipped = {Path(f).name: load_config([f]) for f in i.shipped}
+    table = cl.check(data, Resampling(n_boot=r["bootstrap"], seed=r["seed"], level=r["level"]), p.facts,
+                     designs=cl.designs(shipped))
+    table["criteria"] = p.criteria
     io.write_csv(table, job.output.csv)
     out_dir = Path(job.output.md).parent
     md = "\n".join([f"# {renderer.TITLE}: claims", ""] + renderer.claims_section(table, out_dir)[2:]

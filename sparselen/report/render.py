@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from sparselen import io
@@ -44,9 +45,13 @@ def md_table(df: pd.DataFrame) -> str:
 
 
 def _stability(h) -> str:
-    if not h.resamples:
-        return "one run: not measured"
-    return f"{h.stability:.0%} of {int(h.resamples)} resamples differ"
+    if pd.isna(h.stability):
+        return h.resampled
+    return f"{h.stability:.0%} differ ({h.resampled})"
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def claims_section(claims: pd.DataFrame, out_dir: Path) -> list[str]:
@@ -55,25 +60,35 @@ def claims_section(claims: pd.DataFrame, out_dir: Path) -> list[str]:
     rows = []
     for h in heads.itertuples():
         figure = out_dir.parent / "figures" / f"{h.figure}.png"
-        rows.append({"claim": f"{h.claim}: {h.statement}", "verdict": f"**{h.verdict}**", "why": h.reason,
+        run = h.verdict != "not run"
+        rows.append({"claim": f"{h.claim}: {h.statement}", "verdict": f"**{h.verdict}**",
+                     "groups tested": _text(h.groups_tested), "why": h.reason,
                      "measured (95% interval)": evidence(claims[claims["claim"] == h.claim]),
-                     "stability": _stability(h) if h.verdict != "not run" else "",
+                     "stability": _stability(h) if run else "",
+                     "decidable on (shipped configs)": _text(h.decidable_on) or "none",
                      "evidence": f"[{figure.name}]({os.path.relpath(figure, out_dir)})"})
     counts = Counter(heads["verdict"])
+    criteria = claims["criteria"].iloc[0] if "criteria" in claims else "not recorded"
     lines = ["## Claims", "",
-             "Each claim of the paper tested on this run's tables with a criterion fixed before the results "
-             "(`docs/reconstruction.md`, \"Claims\"; `sparselen/report/claims.py`). Verdicts: holds, does not hold, "
-             "or inconclusive with the reason; only models that fit their training distribution count as evidence; "
-             "stability is the share of resamples of the training seeds (documents, for the language claims) "
-             "whose verdict differs. " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + ".", "",
+             "Each claim of the paper tested on this run's tables (`docs/reconstruction.md`, \"Claims\", says how each "
+             "criterion follows from the paper's words and which criteria were revised after results had been seen; "
+             f"the criteria's code is `sparselen/<slice>/claims.py`, version `{criteria}`). Verdicts: holds, does not "
+             "hold, or inconclusive with the reason, decided over the groups that could be tested; only models that fit "
+             "their training distribution count as evidence; intervals are over training seeds (documents, for the "
+             "language claims); stability is the share of resamples of the seeds (documents) whose verdict differs. "
+             "\"Decidable on\" names the shipped configurations whose design can decide the claim: an inconclusive "
+             "verdict on a config not named there is inconclusive by design. "
+             + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + ".", "",
              md_table(pd.DataFrame(rows)), "", "### The claims in detail", ""]
     for h in heads.itertuples():
         groups = claims[(claims["claim"] == h.claim) & (claims["group"] != "all")]
         lines += [f"**{h.claim}: {h.statement}** The paper: \"{h.quote}\"", "", f"Criterion: {h.criterion}", "",
-                  f"Verdict: **{h.verdict}**. {h.reason}" + (f" To resolve: {h.resolve}." if isinstance(
-                      h.resolve, str) and h.resolve else ""), ""]
+                  f"Verdict: **{h.verdict}**. {h.reason}" + (f" To resolve: {h.resolve}." if _text(h.resolve) else ""),
+                  ""]
         if len(groups):
-            lines += [md_table(groups[["group", "value", "ci_low", "ci_high", "verdict", "reason"]]), ""]
+            shown = groups.assign(role=np.where(groups["control"].astype(bool), "control",
+                                                np.where(groups["tested"].astype(bool), "tested", "not tested")))
+            lines += [md_table(shown[["group", "role", "value", "ci_low", "ci_high", "verdict", "reason"]]), ""]
     return lines
 
 

@@ -124,28 +124,39 @@ REPORT_SLICES = [name for name in sparselen.config.SLICES if name in config]
 
 def source_hash(*modules):
     """The sources of ``modules`` as a params value: editing a criterion or a statistic reruns
-    the jobs that compute with it (Snakemake's code trigger sees only the rule's script)."""
+    the jobs that compute with it (Snakemake's code trigger sees only the rule's script).
+    """
     return sparselen.resumable.source_fingerprint(*modules)
 
 
-# The claims' sources (their criteria, the verdict machinery, the statistics, token sparsity).
+# What the slices' tables compute with (a change reruns them).
+TABLE_CODE = source_hash("stats.py", "tables.py")
+# The criteria's version: the claims' sources (their criteria, the verdict machinery, the
+# statistics, token sparsity) and their description in docs/reconstruction.md.
 CLAIMS_SOURCES = source_hash(
     "verdicts.py",
     "stats.py",
     "report/claims.py",
     "language/sparsity.py",
     *(f"{name}/claims.py" for name in sparselen.config.SLICES),
+    "../docs/reconstruction.md",
 )
+# The shipped configurations: the report says which of them can decide each claim.
+SHIPPED_CONFIGS = [
+    str(sparselen.config.ROOT / path)
+    for path in ("config.yaml", "configs/cpu-extended.yaml", "configs/paper.yaml")
+]
 
 
 def claims_inputs(wildcards):
     """Per slice that runs, the per-run tables its claims read (its claims module's READS), as
     input `<slice>_<table>` (files `all` builds anyway: no extra jobs)."""
-    return {
+    tables = {
         f"{name}_{table}": RUN_TABLES[name][table]
         for name in REPORT_SLICES
         for table in sparselen.report.claims.slice_claims(name).READS
     }
+    return {**tables, "shipped": SHIPPED_CONFIGS}
 
 
 def claims_facts():

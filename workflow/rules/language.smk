@@ -251,6 +251,9 @@ rule language_table:
         ENV
     params:
         analysis=sparselen.language.tables.rule_settings(LANG["analysis"]),
+        code=source_hash(
+            "stats.py", "tables.py", "language/sparsity.py", "language/tables.py"
+        ),
     script:
         JOB
 

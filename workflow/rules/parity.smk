@@ -85,6 +85,8 @@ rule parity_table:
         GROUP_AGGREGATE
     conda:
         ENV
+    params:
+        code=TABLE_CODE,
     script:
         JOB
 

@@ -106,6 +106,8 @@ rule ppc_table:
         GROUP_AGGREGATE
     conda:
         ENV
+    params:
+        code=TABLE_CODE,
     script:
         JOB
 

@@ -85,6 +85,7 @@ rule theory_table:
     conda:
         ENV
     params:
+        code=TABLE_CODE,
         floor=THEORY["floor"],
     script:
         JOB

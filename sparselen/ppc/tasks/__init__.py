@@ -1,7 +1,9 @@
 """The PPC tasks. Each module defines VOCAB, SIZE (what a size counts, for figure labels),
 IDS_DEPEND_ON_INPUT (whether plain coupling needs an oracle for the response's ids),
-``sample(sizes, g, **params) -> Samples`` and ``max_coupled_id(size, **params)``; a new task
-is one module, its schema block and a line here."""
+``sample(sizes, g, **params) -> Samples``, ``max_coupled_id(size, **params)`` and
+``control(**params) -> str`` (why the task, with these settings, needs no coupling and is a
+control of the claims; "" when it needs coupling); a new task is one module, its schema block
+and a line here."""
 
 from sparselen.ppc.tasks import addition, copy_repeat, pointer_copy, variable_assignment
 

@@ -25,6 +25,11 @@ SIZE = "operand digits n"
 IDS_DEPEND_ON_INPUT = False  # the ids follow from the operand length alone
 
 
+def control(**params) -> str:
+    """Never a control: digits of equal significance are found by position (the coupling's job)."""
+    return ""
+
+
 def max_coupled_id(size: int, **params) -> int:
     """Largest coupled id of a sample of this size (before any training offset): ``+`` and ``$``."""
     return size + 2

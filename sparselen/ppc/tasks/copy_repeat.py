@@ -23,6 +23,11 @@ SIZE = "string length n"
 IDS_DEPEND_ON_INPUT = False  # the ids follow from the length alone
 
 
+def control(**params) -> str:
+    """Never a control: symbols repeat, so the next one cannot be found by content."""
+    return ""
+
+
 def max_coupled_id(size: int, **params) -> int:
     """Largest coupled id of a sample of this size (before any training offset): the end mark."""
     return size + 1

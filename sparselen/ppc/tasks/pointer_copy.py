@@ -39,6 +39,11 @@ def max_prompt_len(lines: int, line_length=(3, 3)) -> int:
     return lines * (line_length[1] + 2) + 1
 
 
+def control(**params) -> str:
+    """Never a control: the restated line's symbols repeat elsewhere, so the copy needs positions."""
+    return ""
+
+
 def max_coupled_id(size: int, line_length=(3, 3), **params) -> int:
     """Largest coupled id of a sample of this size (before any training offset): the prompt's
     last token, the query."""

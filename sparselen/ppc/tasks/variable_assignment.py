@@ -39,6 +39,14 @@ def max_prompt_len(lines: int, value_digits=(1, 1)) -> int:
 IDS_DEPEND_ON_INPUT = True  # a response token's id is that of the line defining it
 
 
+def control(value_digits=(1, 1), **params) -> str:
+    """With one-digit constants every lookup is by content (the token after the defining
+    variable's ``=``), so coupling is not needed: the task is then a control."""
+    if value_digits[1] > 1:
+        return ""
+    return "one-digit constants: every lookup is by content, coupling is not needed"
+
+
 def max_coupled_id(size: int, value_digits=(1, 1), **params) -> int:
     """Largest coupled id of a sample of this size (before any training offset): the prompt's
     last token, ``>``."""

@@ -1,0 +1,491 @@
+"""The claims on hand-made tables with known answers: for every claim each outcome (holds, does
+not hold, inconclusive for each reason) with its reason; runs that vary by seed, so the
+seed-level intervals and the stability check are exercised; the interval's coverage by
+simulation; the configurations that can decide each claim."""
+
+import re
+import zlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import ROOT
+from sparselen.config import load
+from sparselen.report import claims as cl
+from sparselen.report import render
+from sparselen.stats import Resampling, spearman, t_interval, welch_interval
+from sparselen.verdicts import FAILS, HOLDS, INCONCLUSIVE, NOT_RUN, UNSTABLE, seed_resamples
+
+RES = Resampling(n_boot=400, seed=1)
+SEEDS = tuple(range(6))
+FACTS = {"parity": {"train_lengths": (20, 20)},
+         "ppc": {"train_sizes": {t: [2, 4] for t in ("copy_repeat", "variable_assignment", "pointer_copy")},
+                 "input_dependent": ("variable_assignment", "pointer_copy"), "controls": {}},
+         "language": {"sparse_share": 0.9}, "theory": {"floor": 1e-6}}
+CONTROL = {"variable_assignment": "content lookups need no coupling"}
+
+
+def check(data: dict, facts=None) -> pd.DataFrame:
+    """The claims on hand-made tables: a slice's per-run table as its ``evals`` (the language
+    slice's dict of per-token tables as it is)."""
+    tables = {name: t if isinstance(t, dict) else {"evals": t} for name, t in data.items()}
+    return cl.check(tables, RES, {**FACTS, **(facts or {})})
+
+
+def head(table, claim):
+    return table[(table["claim"] == claim) & (table["group"] == "all")].iloc[0]
+
+
+def verdict(table, claim):
+    return head(table, claim)["verdict"]
+
+
+def group(table, claim, name):
+    return table[(table["claim"] == claim) & (table["group"] == name)].iloc[0]
+
+
+def jitter(sd, *key) -> float:
+    """A run's own deviation, fixed by its key (seed, cell): runs differ by seed."""
+    return float(np.random.default_rng([zlib.crc32(str(key).encode())]).normal(0, sd)) if sd else 0.0
+
+
+def counts(a: float, n: int) -> tuple[int, float]:
+    c = round(min(1.0, max(0.0, a)) * n)
+    return c, c / n
+
+
+# ----------------------------------------------------------------------------- sparse parity
+
+
+def parity_runs(acc, seeds=SEEDS, n=400, lengths=(20, 50, 100), K_train=(4,), sd=0.01):
+    """Per-run eval rows; ``acc(K, k, length, seed)`` is a cell's accuracy before the run's
+    jitter (training length 20)."""
+    rows = []
+    for K in K_train:
+        for seed in seeds:
+            for length in lengths:
+                for k in (1, 2, 3, 4, 6):
+                    c, a = counts(acc(K, k, length, seed) + jitter(sd, seed, K, k, length), n)
+                    rows.append({"K_train": K, "seed": seed, "scheme": "pose", "k_test": k, "length": length,
+                                 "n": n, "correct": c, "accuracy": a})
+    return pd.DataFrame(rows)
+
+
+def sparse_wins(K, k, length, seed):
+    """Every k <= K learned (0.99 on the training length); beyond it accuracy falls with each
+    doubling of length by 0.02 k: the sparser, the slower."""
+    if k > K:
+        return 0.5
+    return 0.99 - 0.02 * k * np.log2(length / 20)
+
+
+def denser_wins(K, k, length, seed):
+    """The reverse: the sparser, the faster the fall (0.1 / k per doubling)."""
+    if k > K:
+        return 0.5
+    return 0.99 - 0.1 / k * np.log2(length / 20)
+
+
+def test_parity_claims_hold_where_sparser_generalizes_better():
+    t = check({"parity": parity_runs(sparse_wins)})
+    assert [verdict(t, c) for c in ("P1", "P2", "P3")] == [HOLDS] * 3
+    p1 = group(t, "P1", "K_train=4")
+    assert p1["value"] < -0.9 and p1["ci_low"] <= p1["value"] <= p1["ci_high"] < 0
+    assert "k_test [1, 2, 3, 4]" in p1["reason"] and "6 seeds" in p1["reason"]  # k_test 6 > K_train: not ranked
+    assert group(t, "P2", "K_train=4")["ci_low"] > 0.5
+    for c in ("P1", "P2", "P3"):
+        h = head(t, c)
+        assert h["groups_tested"] == "1 of 1" and h["stability"] <= UNSTABLE
+        assert h["resampled"] == "exact, 63 distinct seed sets of 6 seeds" and h["figure"] == "parity"
+
+
+def test_parity_claims_fail_where_denser_generalizes_better():
+    t = check({"parity": parity_runs(denser_wins)})
+    assert verdict(t, "P1") == FAILS and verdict(t, "P3") == FAILS
+    assert head(t, "P1")["reason"].startswith("K_train=4 does not hold")
+    assert verdict(t, "P2") == HOLDS  # k_test = K_train = 4 keeps most of its margin here
+
+
+def test_a_trained_sparsity_at_chance_fails_p2_and_a_flat_one_leaves_p1_inconclusive():
+    at_chance = parity_runs(lambda K, k, L, s: 0.5 if k > K or L > 20 else 0.99, sd=0.03)
+    t = check({"parity": at_chance})
+    assert verdict(t, "P2") == FAILS and group(t, "P2", "K_train=4")["ci_high"] < 0.5
+    assert verdict(t, "P1") == INCONCLUSIVE and "below the resolution" in head(t, "P1")["reason"]
+
+
+def test_p3_reads_the_whole_curve_not_the_longest_length():
+    """Every k_test ends at the same accuracy at the longest length (P1 has nothing to rank), but
+    the denser ones fall there sooner: P3 holds, so it is not P1 again."""
+    def sooner(K, k, L, s):
+        return 0.5 if k > K else {20: 0.99, 50: 0.99 - 0.1 * k, 100: 0.55}[L]
+
+    t = check({"parity": parity_runs(sooner, sd=0.0)})
+    assert verdict(t, "P3") == HOLDS
+    assert group(t, "P1", "K_train=4")["value"] == 0  # the longest length is flat in k_test
+
+
+def test_two_trained_sparsities_cannot_be_ranked_and_the_claim_is_decided_on_the_other_k_train():
+    t = check({"parity": parity_runs(sparse_wins, K_train=(2, 4))})
+    assert verdict(t, "P1") == HOLDS and head(t, "P1")["groups_tested"] == "1 of 2"
+    k2 = group(t, "P1", "K_train=2")
+    assert not k2["tested"] and "2 fitted k_test <= K_train [1, 2]" in k2["reason"]
+    assert "not tested" in head(t, "P1")["reason"]
+    only2 = check({"parity": parity_runs(sparse_wins, K_train=(2,))})
+    assert verdict(only2, "P1") == INCONCLUSIVE
+    assert head(only2, "P1")["reason"].startswith("no group could be tested")
+    assert "K_train >= 3" in head(only2, "P1")["resolve"]
+
+
+def test_a_sparsity_not_learned_in_distribution_is_left_out_and_named():
+    """k_test = 4 stays at 0.8 on the training length: P2 (which reads k_test = K_train) is
+    not tested; P1 ranks the rest."""
+    def weak_k4(K, k, L, s):
+        return 0.8 if k == 4 and L <= 20 else sparse_wins(K, k, L, s)
+
+    t = check({"parity": parity_runs(weak_k4)})
+    assert verdict(t, "P2") == INCONCLUSIVE
+    assert "not learned in distribution" in head(t, "P2")["reason"] and "0 of 6 seeds fit" in head(t, "P2")["reason"]
+    assert verdict(t, "P1") == HOLDS and "k_test [1, 2, 3]" in group(t, "P1", "K_train=4")["reason"]
+
+
+def test_a_verdict_that_rests_on_two_seeds_is_unstable():
+    """k_test = 3 = K_train is learned by two seeds of six: on all seeds P1 holds on those two
+    seeds' ranks, but most resamples lack one of them."""
+    def two_seeds_learn_k3(K, k, L, s):
+        return 0.8 if k == 3 and s >= 2 and L <= 20 else sparse_wins(K, k, L, s)
+
+    t = check({"parity": parity_runs(two_seeds_learn_k3, K_train=(3,))})
+    h = head(t, "P1")
+    assert h["verdict"] == INCONCLUSIVE and h["reason"].startswith("unstable: the verdict (holds) differs in")
+    assert h["stability"] > UNSTABLE and "seed_offset" in h["resolve"]
+    assert group(t, "P1", "K_train=3")["verdict"] == HOLDS  # the full data alone would have said holds
+
+
+def test_a_seed_drawn_twice_is_one_run():
+    """Three seeds that agree exactly: the resamples that draw one seed three times are one run,
+    which no test can decide; they are 3 of the 27 draws (11%), so three seeds never give a
+    stable verdict."""
+    t = check({"parity": parity_runs(sparse_wins, seeds=(0, 1, 2), sd=0.0)})
+    h = head(t, "P2")
+    assert group(t, "P2", "K_train=4")["verdict"] == HOLDS
+    assert h["verdict"] == INCONCLUSIVE and h["stability"] == pytest.approx(3 / 27)
+    assert h["resampled"] == "exact, 7 distinct seed sets of 3 seeds"
+
+
+def test_the_exact_resamples_are_the_bootstrap_distribution():
+    seeds = [0, 1, 2, 3]
+    exact = {s: w for s, w in seed_resamples(seeds, np.random.default_rng(0))}
+    assert len(exact) == 15 and sum(exact.values()) == pytest.approx(1)
+    rng = np.random.default_rng(1)
+    draws = [tuple(sorted(set(rng.choice(seeds, 4).tolist()))) for _ in range(40000)]
+    for subset, w in exact.items():
+        assert draws.count(subset) / len(draws) == pytest.approx(w, abs=0.01)
+    many = seed_resamples(list(range(12)), np.random.default_rng(0))  # too many to enumerate: random
+    assert len(many) == 200 and sum(w for _, w in many) == pytest.approx(1)
+
+
+def test_a_failing_group_fails_the_claim_and_missing_slices_are_not_run():
+    def mixed(K, k, L, s):  # K_train=4 holds; for K_train=6 every length beyond training is at chance
+        return sparse_wins(K, k, L, s) if K == 4 else (0.99 if L <= 20 else 0.5)
+
+    t = check({"parity": parity_runs(mixed, K_train=(4, 6))})
+    assert group(t, "P2", "K_train=4")["verdict"] == HOLDS
+    assert group(t, "P2", "K_train=6")["verdict"] == FAILS and verdict(t, "P2") == FAILS
+    assert head(t, "P2")["groups_tested"] == "2 of 2"
+    assert set(check({})["verdict"]) == {NOT_RUN}
+
+
+def test_seed_spread_widens_the_interval():
+    widths = {}
+    for sd in (0.0, 0.05):
+        row = group(check({"parity": parity_runs(sparse_wins, sd=sd)}), "P2", "K_train=4")
+        widths[sd] = row["ci_high"] - row["ci_low"]
+    assert widths[0.05] > 5 * widths[0.0]
+
+
+def test_spearman():
+    x = np.array([1.0, 2, 3, 4])
+    assert spearman(x, np.array([4.0, 3, 2, 1])) == pytest.approx(-1)
+    assert spearman(x, np.array([1.0, 1, 1, 1])) == 0
+    assert spearman(x, np.array([[1.0, 4], [2, 3], [3, 2], [4, 1]])) == pytest.approx([1, -1])
+    assert np.isnan(spearman(x, np.array([1.0, np.nan, 2, 3])))
+
+
+# ----------------------------------------------------------------------------- seed-level intervals
+
+
+def test_the_seed_level_interval_covers_at_its_level_and_a_percentile_bootstrap_does_not():
+    """Three seeds, each a run whose accuracy varies by seed (sd 0.05) and is measured on 200
+    samples: the t interval over the seeds' values covers the mean accuracy 95% of the time
+    (within 0.93-0.97 over 4,000 simulated experiments); a percentile bootstrap over the three
+    seeds covers it far less often."""
+    rng = np.random.default_rng(0)
+    sims, n, mean = 4000, 200, 0.7
+    p = mean + rng.normal(0, 0.05, (sims, 3))
+    acc = rng.binomial(n, p) / n
+    t_hits = boot_hits = 0
+    for a in acc:
+        _, lo, hi = t_interval(a)
+        t_hits += lo <= mean <= hi
+        boot = a[rng.integers(0, 3, (400, 3))].mean(1)
+        boot_hits += np.quantile(boot, 0.025) <= mean <= np.quantile(boot, 0.975)
+    assert 0.93 <= t_hits / sims <= 0.97
+    assert boot_hits / sims < 0.85
+
+
+def test_welch_interval():
+    diff, lo, hi = welch_interval([0.9, 0.92, 0.94], [0.5, 0.6, 0.7])
+    assert diff == pytest.approx(0.32) and lo < 0.32 < hi and lo > 0
+    assert welch_interval([1.0, 1.0], [0.0, 0.0]) == (1.0, 1.0, 1.0)
+    assert np.isnan(welch_interval([1.0], [0.0, 0.5])[1])
+
+
+# ----------------------------------------------------------------------------- PPC
+
+
+def ppc_runs(acc, tasks=("pointer_copy", "copy_repeat"), schemes=("nope", "pose", "coupled", "ppc"), seeds=SEEDS,
+             sd=0.01):
+    """``acc(task, scheme, size)``: training sizes 2 and 4, test size 16, per run jittered."""
+    rows = []
+    for task in tasks:
+        for scheme in schemes:
+            for seed in seeds:
+                for size in (2, 4, 16):
+                    c, a = counts(acc(task, scheme, size) + (jitter(sd, task, scheme, seed) if size > 4 else 0), 200)
+                    rows.append({"task": task, "scheme": scheme, "seed": seed, "size": size, "n": 200,
+                                 "correct": c, "accuracy": a})
+    return pd.DataFrame(rows)
+
+
+def at_16(**scores):
+    """Every run fits (0.99 on the training sizes); at size 16 each scheme scores ``scores``."""
+    return lambda task, scheme, size: 0.99 if size <= 4 else scores[scheme]
+
+
+def test_ppc_claims_hold_where_coupling_and_prediction_help():
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.95))})
+    assert verdict(t, "C1") == HOLDS and verdict(t, "C2") == HOLDS
+    assert head(t, "C1")["groups_tested"] == "2 of 2"
+    assert set(t[t["claim"] == "C2"]["group"]) == {"all", "pointer_copy"}  # ids fixed by length elsewhere
+    assert "ppc - pose (best fitted baseline)" in group(t, "C2", "pointer_copy")["reason"]
+
+
+def test_c2_fails_when_ppc_beats_the_baselines_but_falls_short_of_oracle_coupling():
+    """The oracle tolerance: ppc far above every baseline, yet 0.35 below oracle coupling."""
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.6))})
+    row = group(t, "C2", "pointer_copy")
+    assert verdict(t, "C2") == FAILS and row["ci_low"] > 0  # the gain over the baselines alone would hold
+    assert re.search(r"ppc - coupled -0\.3\d", row["reason"]) and "needs > -0.1" in row["reason"]
+
+
+def test_c2_is_tested_where_coupling_does_not_beat_the_baselines():
+    """On pointer_copy oracle coupling is no better than PoSE (C1 does not hold there) and PPC is
+    below both: C2 does not hold; it is not made inconclusive by C1's outcome."""
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.7, coupled=0.7, ppc=0.2), tasks=("pointer_copy",))})
+    assert verdict(t, "C1") == INCONCLUSIVE
+    assert verdict(t, "C2") == FAILS and group(t, "C2", "pointer_copy")["ci_high"] < 0
+
+
+def test_a_control_task_is_shown_and_never_decides():
+    """variable_assignment as a control where coupling loses to PoSE and PPC is at zero: C1 and C2
+    are decided on the other tasks alone, and the control's rows say what they are."""
+    def scores(task, scheme, size):
+        if size <= 4:
+            return 0.99
+        if task == "variable_assignment":
+            return {"nope": 0.2, "pose": 0.9, "coupled": 0.5, "ppc": 0.0}[scheme]
+        return {"nope": 0.0, "pose": 0.1, "coupled": 0.95, "ppc": 0.95}[scheme]
+
+    runs = ppc_runs(scores, tasks=("variable_assignment", "pointer_copy", "copy_repeat"))
+    t = check({"ppc": runs}, {"ppc": {**FACTS["ppc"], "controls": CONTROL}})
+    name = "variable_assignment (control: content lookups need no coupling)"
+    for claim in ("C1", "C2"):
+        assert verdict(t, claim) == HOLDS
+        assert group(t, claim, name)["verdict"] == FAILS and group(t, claim, name)["control"]
+    assert head(t, "C1")["groups_tested"] == "2 of 2" and head(t, "C2")["groups_tested"] == "1 of 1"
+
+
+def test_a_baseline_that_never_learned_leaves_the_task_untested_not_true():
+    """Baselines at 0 even on the training sizes say nothing about length."""
+    never = ppc_runs(lambda task, scheme, size: 0.0 if scheme in ("nope", "pose") else at_16(
+        nope=0, pose=0, coupled=0.95, ppc=0.9)(task, scheme, size))
+    t = check({"ppc": never})
+    assert verdict(t, "C1") == INCONCLUSIVE and head(t, "C1")["groups_tested"] == "0 of 2"
+    row = group(t, "C1", "copy_repeat")
+    assert not row["tested"] and "no baseline fit its training sizes (nope 0/6, pose 0/6)" in row["reason"]
+    assert "baselines until they fit" in head(t, "C1")["resolve"]
+
+
+def test_close_schemes_leave_c1_inconclusive():
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.8, coupled=0.82, ppc=0.8), sd=0.05)})
+    assert verdict(t, "C1") == INCONCLUSIVE and "below the resolution" in head(t, "C1")["reason"]
+
+
+def test_no_input_dependent_task_leaves_c2_untested():
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.9), tasks=("copy_repeat",))})
+    assert verdict(t, "C2") == INCONCLUSIVE and "no task whose coupled ids depend on the input" in head(t, "C2")[
+        "reason"]
+
+
+# ----------------------------------------------------------------------------- theory
+
+
+def theory_runs(acc, loss=lambda dist, ratio: 1e-3 * ratio, ks=(2,), seeds=SEEDS, sd=0.1):
+    """``acc(dist, ratio)`` and ``loss(dist, ratio)`` per run, the loss jittered by a factor
+    exp(N(0, sd)) per run and ratio."""
+    rows = []
+    for k in ks:
+        for dist in ("local", "nonlocal", "coupled"):
+            for seed in seeds:
+                for ratio in (1, 2, 4, 8):
+                    _, a = counts(acc(dist, ratio) + jitter(sd / 10, "acc", k, dist, seed, ratio), 256)
+                    rows.append({"ratio": ratio, "length": 12 * ratio, "n": 256,
+                                 "log_loss": loss(dist, ratio) * np.exp(jitter(sd, k, dist, seed, ratio)),
+                                 "error": 1 - a, "model": "sfa", "distribution": dist, "k": k, "seed": seed,
+                                 "n_values": 2})
+    return pd.DataFrame(rows)
+
+
+def paper_like(d, r):
+    return 0.5 if d == "nonlocal" and r > 1 else 0.98
+
+
+def test_theory_claims_hold_where_coupling_matches_local_and_the_loss_stays_within_the_bound():
+    t = check({"theory": theory_runs(paper_like)})
+    assert verdict(t, "T1") == HOLDS and verdict(t, "T2") == HOLDS
+    ref = group(t, "T1", "sfa k=2: nonlocal (reference)")
+    assert ref["control"] and ref["verdict"] == FAILS  # the reference fails, and does not decide T1
+    assert head(t, "T1")["groups_tested"] == "1 of 1"
+    assert "C needed" in group(t, "T2", "sfa k=2")["reason"]
+
+
+def test_t1_fails_when_coupling_falls_below_local():
+    t = check({"theory": theory_runs(lambda d, r: 0.6 if d in ("coupled", "nonlocal") and r > 1 else 0.98)})
+    assert verdict(t, "T1") == FAILS and group(t, "T1", "sfa k=2")["ci_high"] < -0.1
+
+
+def test_t2_fails_a_model_at_chance_beyond_training():
+    """Log loss 0.05 at L, at chance (log 2) at every Lbar >= 2L: the loss itself stays within
+    16 (Lbar/L)^2 x loss(L), but the accuracy keeps none of its margin above chance."""
+    t = check({"theory": theory_runs(lambda d, r: 0.97 if r == 1 else 0.5,
+                                     loss=lambda d, r: 0.05 if r == 1 else np.log(2))})
+    row = group(t, "T2", "sfa k=2")
+    assert verdict(t, "T2") == FAILS
+    assert row["ci_high"] <= 16 and re.search(r"accuracy margin kept at Lbar/L = 8: -?0\.0\d", row["reason"])
+
+
+def test_t2_fails_where_the_loss_outgrows_the_bound():
+    t = check({"theory": theory_runs(lambda d, r: 0.98, loss=lambda d, r: 1e-4 * r**4)})
+    row = group(t, "T2", "sfa k=2")
+    assert verdict(t, "T2") == FAILS and row["ci_low"] > 16 and "needs <= 16" in row["reason"]
+
+
+def test_unfitted_laws_and_k1_leave_the_theory_claims_untested():
+    unfit = check({"theory": theory_runs(lambda d, r: 0.6 if d == "coupled" else 0.98)})
+    row = group(unfit, "T1", "sfa k=2")
+    assert not row["tested"] and "coupled runs did not fit at Lbar = L (0 of 6)" in row["reason"]
+    assert verdict(unfit, "T1") == INCONCLUSIVE
+    k1 = check({"theory": theory_runs(lambda d, r: 0.98, ks=(1,))})
+    assert verdict(k1, "T1") == INCONCLUSIVE and "k >= 2" in head(k1, "T1")["reason"]
+    one = check({"theory": theory_runs(paper_like, seeds=(0,))})
+    row = group(one, "T2", "sfa k=2")
+    assert not row["tested"] and "1 local run (a verdict needs 2 fitted)" in row["reason"]
+    assert "theory.seeds" in row["resolve"]
+
+
+# ----------------------------------------------------------------------------- natural language
+
+
+def language_tables(benefit=0.5, recovered=0.9, null=0.2, sparse_gain=0.8, dense_gain=0.2, docs=30, per_doc=4,
+                    planted=0.95):
+    """Per-token tables of one analysed model: half the tokens sparse (greedy k = 1 recovers
+    ``recovered``), half dense (recovered only at k = 16); a small document-level spread; one
+    planted repeat per token whose copy greedy k <= 2 recovers ``planted`` of (None: no repeat
+    had a benefit)."""
+    rng = np.random.default_rng(0)
+    screen, deps, transfer = [], [], []
+    for d in range(docs):
+        shift = rng.normal(0, 0.05)
+        for t in range(per_doc):
+            sparse = t % 2 == 0
+            b = benefit + shift
+            screen.append({"doc": d, "t": t, "benefit": b})
+            for method, top in (("greedy", recovered), ("greedy_null", null)):
+                for k in (1, 2, 16):
+                    r = top if (sparse and method == "greedy") or k == 16 else top * 0.3
+                    deps.append({"doc": d, "t": t, "seed": 0, "method": method, "k": k, "recovered": r + shift,
+                                 "L_short": 3.0, "L_long": 3.0 - b})
+            if planted is not None:
+                deps += [{"doc": d, "t": 100 + t, "seed": 0, "method": "greedy_planted", "k": k,
+                          "recovered": planted + shift, "L_short": 3.0, "L_long": 2.0} for k in (1, 2)]
+            for scheme in ("rope", "pose"):
+                g = (sparse_gain if sparse else dense_gain) * b + shift
+                transfer.append({"doc": d, "t": t, "seed": 0, "context": 32, "scheme": scheme, "gain": g})
+    return {"language": {"screen": pd.DataFrame(screen), "deps": pd.DataFrame(deps),
+                         "transfer": pd.DataFrame(transfer)}}
+
+
+def test_language_claims_on_per_token_tables():
+    t = check(language_tables())
+    assert verdict(t, "L1") == HOLDS and verdict(t, "L2") == HOLDS
+    assert "minus the null control" in head(t, "L1")["reason"]
+    assert head(t, "L1")["resampled"] == "50 random resamples of 30 docs"
+    assert verdict(check(language_tables(recovered=0.3, null=0.1)), "L1") == FAILS  # well below half the benefit
+    assert verdict(check(language_tables(recovered=0.9, null=0.9)), "L1") == INCONCLUSIVE  # no better than null
+    assert verdict(check(language_tables(sparse_gain=0.1, dense_gain=0.8)), "L2") == FAILS
+
+
+def test_a_failed_positive_control_leaves_greedy_unread():
+    for planted, why in ((0.4, "(needs >= 0.9)"), (None, "0 planted repeats with a long-context benefit")):
+        t = check(language_tables(planted=planted))
+        for claim in ("L1", "L2"):
+            assert verdict(t, claim) == INCONCLUSIVE and head(t, claim)["groups_tested"] == "0 of 1"
+            assert "positive control" in head(t, claim)["reason"] and why in head(t, claim)["reason"]
+            assert "copies from beyond the short window" in head(t, claim)["resolve"]
+
+
+def test_no_long_context_benefit_leaves_the_language_claims_untested():
+    t = check(language_tables(benefit=0.0))
+    for claim in ("L1", "L2"):
+        assert verdict(t, claim) == INCONCLUSIVE
+        assert "no long-context benefit to explain" in head(t, claim)["reason"]
+        assert "uses its long context" in head(t, claim)["resolve"]
+    few = check(language_tables(docs=6))
+    assert verdict(few, "L2") == INCONCLUSIVE and "needs 20 each" in head(few, "L2")["reason"]
+
+
+def test_the_criterion_shows_the_configured_sparse_share():
+    t = check(language_tables(), {"language": {"sparse_share": 0.8}})
+    assert "recovers 0.8" in head(t, "L2")["criterion"]
+    not_run = cl.check({}, RES, {})  # a slice that did not run has no facts
+    assert "<sparse_share>" in not_run[not_run["claim"] == "L2"]["criterion"].iloc[0]
+
+
+# ----------------------------------------------------------------------------- the claims' documents
+
+
+def test_every_claim_quotes_the_paper_and_states_a_criterion():
+    ids = [c.id for c in cl.CLAIMS]
+    assert len(ids) == len(set(ids))
+    doc = (ROOT / "docs/reconstruction.md").read_text().replace("\n> ", " ").replace("\n", " ")
+    for c in cl.CLAIMS:
+        assert c.criterion and c.slice in render.SECTIONS
+        assert c.quote in doc, f"{c.id}: its quote is not in docs/reconstruction.md"
+        assert f"### {c.id}:" in doc
+
+
+def test_configs_readme_says_which_config_can_decide_each_claim():
+    """The table in configs/README.md is what the claims' design checks say of the shipped
+    configurations (the report's "decidable on" column)."""
+    shipped = {name: load([ROOT / path]) for name, path in
+               (("config.yaml", "config.yaml"), ("cpu-extended.yaml", "configs/cpu-extended.yaml"),
+                ("paper.yaml", "configs/paper.yaml"))}
+    designs = cl.designs(shipped)
+    text = (ROOT / "configs/README.md").read_text()
+    table = text.split("## Which configuration can decide each claim")[1].split("\n## ")[0]
+    rows = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:5]]
+            for line in table.splitlines() if re.match(r"\| [A-Z]\d ", line)}
+    assert set(rows) == set(designs)
+    for claim, names in designs.items():
+        assert rows[claim] == ["yes" if name in names else "no" for name in shipped], claim
