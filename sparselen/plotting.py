@@ -22,14 +22,15 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
                 panel_label: str = "{}", curve_label: str = "{}", xlabel: str = "length",
                 ylabel: str = "accuracy", title: str = "", vlines: dict | None = None,
                 chance: float | None = None, logx: bool = True, styles: dict | None = None,
-                xlabels: dict | None = None):
+                xlabels: dict | None = None, spans: dict | None = None, notes: dict | None = None):
     """Draw ``summary`` (columns panel, curve, x, mean, ci_low, ci_high) as a row of panels.
 
     Curves are ordered values (k_test) drawn in a sequential colormap, unless ``styles`` maps
     each curve to its own line style (e.g. ``{"color": "tab:green", "ls": "--"}``) for
     categories, listed in the order ``styles`` gives. ``vlines`` maps a panel value to an x
-    position to mark (e.g. the longest training length); ``xlabels`` a panel value to its own
-    x-axis label.
+    position to mark (e.g. the longest training length), ``spans`` to an x range to shade (the
+    training range); ``xlabels`` a panel value to its own x-axis label; ``notes`` to text written
+    under the panel (e.g. the claims measured on it).
     """
     panels = sorted(summary[panel].unique(), key=_sort_key)
     curves = sorted(summary[curve].unique(), key=_sort_key)
@@ -50,6 +51,11 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
                 ax.fill_between(line[x], line["ci_low"], line["ci_high"], color=style["color"], alpha=0.10, lw=0)
         if vlines and p in vlines:
             ax.axvline(vlines[p], color="0.4", ls="--", lw=1)
+        if spans and p in spans:
+            ax.axvspan(*spans[p], color="0.85", alpha=0.6, lw=0, zorder=0)
+        if notes and p in notes:
+            ax.text(0.0, -0.32, notes[p], transform=ax.transAxes, fontsize=6.5, va="top", ha="left",
+                    family="monospace")
         if chance is not None:
             ax.axhline(chance, color="0.6", ls=":", lw=1)
         if logx:

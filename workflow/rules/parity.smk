@@ -94,6 +94,7 @@ rule parity_table:
 rule parity_figure:
     input:
         table=rules.parity_table.output.csv,
+        evals=RUN_TABLES["parity"]["evals"],
     output:
         png=report(
             "results/figures/parity.png",
@@ -110,7 +111,8 @@ rule parity_figure:
     conda:
         ENV
     params:
-        train_max_length=PARITY["train"]["lengths"][1],
+        facts=sparselen.report.claims.slice_claims("parity").facts(PARITY),
+        criteria=CLAIMS_SOURCES,
     script:
         JOB
 
