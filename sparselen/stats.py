@@ -1,9 +1,9 @@
 """Every interval and resampling primitive of the pipeline, in one place.
 
 - Across seeds (the unit of replication: the paper's figures show intervals over training
-  runs): the Student-t interval of per-seed values (``t_interval``, ``summarize``).
-- Over runs and evaluation samples: hierarchical bootstrap replicates of cell accuracies
-  (``resample_accuracy``).
+  runs): the Student-t interval of per-seed values (``t_interval``, ``summarize``), Welch's
+  interval of a difference between two sets of runs (``welch_interval``), and Spearman's rho
+  of a run's cells (``spearman``).
 - Over tokens (the natural-language statistics): plain bootstrap (``bootstrap_ci``) and
   resamples of whole documents (``ClusterBootstrap``, ``cluster_interval``, ``cluster_ci``),
   since tokens of one document are not independent.
@@ -87,29 +87,6 @@ def summarize(df: pd.DataFrame, by: list[str], value: str, seed_col: str = "seed
         rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))),
                      "mean": mean, "ci_low": lo, "ci_high": hi, "n_seeds": g[seed_col].nunique()})
     return pd.DataFrame(rows)
-
-
-# ----------------------------------------------------------------------------- runs and samples
-
-
-def resample_accuracy(runs: pd.DataFrame, cells: list[str], s: Resampling, *key):
-    """Cell accuracies of per-run rows (columns ``cells`` + seed, n, correct), where cells may
-    have different runs: the point estimate (pooled over runs) and hierarchical bootstrap
-    replicates (runs with replacement, then each cell binomially at its measured accuracy).
-    Returns (index of cells, point [cells], boot [cells, n_boot]); NaN where a replicate
-    drew no run of a cell."""
-    table = runs.groupby([*cells, "seed"], sort=True)[["correct", "n"]].sum().unstack("seed", fill_value=0)
-    c = table["correct"]
-    C, N = c.to_numpy(float), table["n"].to_numpy(float)
-    point = C.sum(1) / N.sum(1)
-    rng = s.rng(*key)
-    idx = rng.integers(0, C.shape[1], size=(s.n_boot, C.shape[1]))
-    Nb = N[:, idx]  # cells x boot x runs
-    p = np.divide(C, N, out=np.zeros_like(C), where=N > 0)[:, idx]
-    draws = rng.binomial(Nb.astype(np.int64), p)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        boot = draws.sum(-1) / Nb.sum(-1)
-    return c.index, point, boot
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -59,10 +59,10 @@ def _longest(cells: pd.DataFrame) -> int:
     return max(c for c in cells.columns if isinstance(c, (int, np.integer)))
 
 
-def _per_seed_rank(cells: pd.DataFrame, value, name: str, K: int, ks: list, note: str, threshold_above: bool,
-                   what: str) -> Result:
+def _per_seed_rank(cells: pd.DataFrame, value, name: str, ks: list, note: str, above: bool, what: str) -> Result:
     """Spearman's rho of ``value(seed's cells)`` against k_test, one per seed with at least
-    MIN_RANK_CELLS fitted cells; decided on the t interval of the seeds' rhos against 0."""
+    MIN_RANK_CELLS fitted cells; decided on the t interval of the seeds' rhos against 0 (the
+    claim's side: ``above`` it or below)."""
     rhos = {seed: spearman(c["k_test"].to_numpy(float), value(c).to_numpy(float))
             for seed, c in cells.groupby("seed") if len(c) >= MIN_RANK_CELLS}
     left = f"; left out: {note}" if note else ""
@@ -71,7 +71,7 @@ def _per_seed_rank(cells: pd.DataFrame, value, name: str, K: int, ks: list, note
                            f"{MIN_RANK_CELLS} fitted cells (a rank needs {MIN_RANK_CELLS} cells, a verdict "
                            f"{MIN_FITTED_RUNS} seeds){left}", RANKABLE)
     mean, lo, hi = t_interval(list(rhos.values()))
-    return interval_result(name, mean, lo, hi, 0.0, above=threshold_above,
+    return interval_result(name, mean, lo, hi, 0.0, above=above,
                            note=f"{what}, k_test {ks}, mean of {len(rhos)} seeds' rho{left}")
 
 
@@ -80,7 +80,7 @@ def parity_rank(data: dict, s: Settings) -> list[Result]:
     out = []
     for name, K, cells, ks, note in _groups(data["evals"], s):
         longest = _longest(cells)
-        out.append(_per_seed_rank(cells, lambda c: c[longest], name, K, ks, note, False, f"length {longest}"))
+        out.append(_per_seed_rank(cells, lambda c: c[longest], name, ks, note, False, f"length {longest}"))
     return out
 
 
@@ -120,7 +120,7 @@ def parity_denser_falls_faster(data: dict, s: Settings) -> list[Result]:
     out = []
     train_max = s.facts["train_lengths"][1]
     for name, K, cells, ks, note in _groups(data["evals"], s):
-        out.append(_per_seed_rank(cells, lambda c: fall_rate(c, train_max), name, K, ks, note, True,
+        out.append(_per_seed_rank(cells, lambda c: fall_rate(c, train_max), name, ks, note, True,
                                   f"fall rate from length {train_max}"))
     return out
 
