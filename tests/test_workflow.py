@@ -71,8 +71,8 @@ def test_adding_one_K_train_trains_only_that_one(smoke_run, tmp_path):
     jobs = dry_run_jobs(smoke_run, "fig_parity", configfile=overlay(tmp_path, cfg))
     trains = [w for rule, w in jobs if rule == "parity_train"]
     assert sorted(w["seed"] for w in trains) == sorted(str(s) for s in cfg["parity"]["seeds"])
-    assert {w["K"] for w in trains} == {"3"}
-    assert {w["K"] for rule, w in jobs if rule == "parity_evaluate"} == {"3"}
+    assert {w["K_train"] for w in trains} == {"3"}
+    assert {w["K_train"] for rule, w in jobs if rule == "parity_evaluate"} == {"3"}
 
 
 def test_one_laws_training_retrains_only_that_laws_gpt_runs(smoke_run, tmp_path):
@@ -80,7 +80,7 @@ def test_one_laws_training_retrains_only_that_laws_gpt_runs(smoke_run, tmp_path)
     cfg["theory"]["gpt"]["law_train"] = {"coupled": {"steps": 6}}
     jobs = dry_run_jobs(smoke_run, "fig_theory", configfile=overlay(tmp_path, cfg))
     runs = [w for rule, w in jobs if rule == "theory_run_gpt"]
-    assert runs and {w["dist"] for w in runs} == {"coupled"}
+    assert runs and {w["distribution"] for w in runs} == {"coupled"}
     assert not [w for rule, w in jobs if rule == "theory_run_sfa"]
 
 
