@@ -103,9 +103,12 @@ def test_submissions_are_the_slurm_profiles(paper_jobs):
     parity = df[df["rule"].isin(["parity_train", "parity_evaluate"])].groupby("submission")
     assert parity.size().eq(2).all() and parity["limit_min"].first().eq(runtime + 10).all()
     sfa = df[df["rule"] == "theory_run_sfa"]
-    assert sfa["submission"].nunique() == 1 and len(sfa) > 1 and set(sfa["limit_min"]) == {30}
+    sfa_runtime = load(PAPER)["resources"]["sfa_runtime"]
+    assert sfa["submission"].nunique() == 1 and len(sfa) > 1 and set(sfa["limit_min"]) == {sfa_runtime}
     sub = tables.submissions(df).set_index("submission").loc[sfa["submission"].iloc[0]]
-    assert sub["predicted_h"] == pytest.approx(sfa["seconds"].max() / 3600) and sub["limit_h"] == 0.5
+    assert sub["predicted_h"] == pytest.approx(sfa["seconds"].max() / 3600) and sub["limit_h"] == sfa_runtime / 60
+    # the SFA runs keep no checkpoints: the paper's runs finish in the first attempt
+    assert sub["attempts"] == 1
 
 
 def test_attempts_and_resubmissions():
@@ -114,8 +117,13 @@ def test_attempts_and_resubmissions():
     assert tables.attempts_needed(600, 600, 100, 10, 1800, 0) == 1
     # no checkpoints: only an attempt whose limit covers the whole job finishes
     assert tables.attempts_needed(5000, 0, 0, 0, 1800, 0) == 3
-    assert tables.attempts_needed(5000, 5000, 100, 100, 1000, 0) == 5  # checkpoint only at the end
+    # checkpoint only at the end: a rerun of the command starts again at attempt 1, so only
+    # retries that reach a long enough limit finish it
+    assert tables.attempts_needed(5000, 5000, 100, 100, 1000, 0) == math.inf
+    assert tables.attempts_needed(5000, 5000, 100, 100, 1000, 0, retries=4) == 5
     assert tables.attempts_needed(1e9, 0, 0, 0, 1800, 0) == math.inf
+    # checkpoints every 10 min, 30 min limit, no retries: each command's attempt saves 30 min
+    assert tables.attempts_needed(6000, 6000, 100, 10, 1800, 0, retries=0) == 4
 
 
 def test_profiles():

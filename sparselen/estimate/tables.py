@@ -15,21 +15,27 @@ DP_EFFICIENCY = 0.9  # assumed: n devices training one model together run n x th
 
 
 def attempts_needed(need_s: float, train_s: float, steps: int, checkpoint_every: int, limit_s: float,
-                    restart_s: float) -> int:
-    """Attempts a job needs when attempt a runs for ``a * limit_s`` and a killed attempt keeps
-    its training progress up to the last checkpoint (every ``checkpoint_every`` steps);
-    each attempt pays ``restart_s`` again. ``math.inf`` if no number of attempts finishes
-    (a job without checkpoints that does not fit the limit of any attempt up to 100)."""
+                    restart_s: float, retries: int = 2) -> int:
+    """Attempts a job needs when attempt a of one ``snakemake`` command runs for ``a * limit_s``
+    (a = 1 .. 1 + ``retries``; rerunning the command starts again at attempt 1), and a killed
+    attempt keeps its training progress up to the last checkpoint (every ``checkpoint_every``
+    steps); each attempt pays ``restart_s`` again. ``math.inf`` if no number of attempts
+    finishes: a whole command's attempts save no progress (no checkpoint reached, or none kept)."""
     done = 0.0  # seconds of training work saved in checkpoints
     per_step = train_s / steps if steps else 0.0
     ckpt_s = per_step * checkpoint_every if steps and checkpoint_every < steps else math.inf
-    for a in range(1, 101):
-        limit = a * limit_s
+    cycle = 1 + retries
+    for a in range(1, 100 * cycle + 1):
+        if (a - 1) % cycle == 0:
+            done_before_command = done
+        limit = (1 + (a - 1) % cycle) * limit_s
         if restart_s + (need_s - done) <= limit:
             return a
         if ckpt_s < math.inf:  # training progress kept up to the last checkpoint before the kill
             progressed = max(0.0, limit - restart_s)
             done = min(train_s, done + math.floor(progressed / ckpt_s) * ckpt_s)
+        if a % cycle == 0 and done == done_before_command:
+            return math.inf
     return math.inf
 
 
@@ -65,7 +71,7 @@ def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, r
     return pd.DataFrame(rows)
 
 
-def submissions(df) -> "pd.DataFrame":
+def submissions(df, retries: int = 2) -> "pd.DataFrame":
     """Per SLURM submission that runs a model (a model's group, the SFA runs' group, an
     ungrouped job): predicted wall time (its levels in turn, the jobs of a level side by side),
     its limit, attempts needed (resuming from checkpoints). Data, table and figure jobs take
@@ -80,7 +86,7 @@ def submissions(df) -> "pd.DataFrame":
         need, train = by_level["seconds"].max().sum(), by_level["train_seconds"].max().sum()
         limit = 60 * g["limit_min"].iloc[0]
         a = attempts_needed(need, train, int(g["steps"].max()), int(g["checkpoint_every"].max() or 0), limit,
-                            float(g["restart_s"].max()))
+                            float(g["restart_s"].max()), retries)
         rules = "+".join(f"{r} x{n}" if n > 1 else r for r, n in g["rule"].value_counts(sort=False).items())
         rows.append({"slice": g["slice"].iloc[0], "submission": sub, "rules": rules,
                      "predicted_h": need / 3600, "limit_h": limit / 3600, "attempts": a})
@@ -103,7 +109,7 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
         max_job_h=("seconds", "max"), pflop=("flops", "sum")).reset_index()
     by_rule[["hours", "max_job_h"]] /= 3600
     by_rule["pflop"] /= 1e15
-    subs = submissions(df)
+    subs = submissions(df, retries)
     out(f"Device profiles: {gpu.name if gpu else '-'} (model jobs); {cpu.name} (other jobs)")
     if (df["devices"] > 1).any():
         out(f"Models trained on several devices (language.parallel): wall time = one device's / (devices x "
@@ -126,7 +132,8 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
             else:
                 reruns = math.ceil(r.attempts / (1 + retries)) - 1
                 fix = (f"needs {r.attempts} attempts: {reruns} rerun(s) of the snakemake command after the retries "
-                       f"are used up (finished jobs and checkpoints are kept), or raise its limit to "
+                       f"are used up (each starts again at attempt 1; finished jobs and checkpoints are kept), "
+                       f"or raise its limit to "
                        f"{math.ceil(r.predicted_h * 60 / 10) * 10} min")
             out(f"  {r.submission} ({r.rules}): {r.predicted_h:.2f} h > {r.limit_h:.2f} h: {fix}")
     return {"jobs": df, "slices": by_slice, "rules": by_rule, "submissions": subs}

@@ -60,7 +60,7 @@ rule theory_run_sfa:
         ENV
     threads: THREADS
     resources:
-        **job_resources(runtime=30, gpu=False),
+        **job_resources(runtime=config["resources"]["sfa_runtime"], gpu=False),
     params:
         **THEORY_SHARED,
         sfa=THEORY["sfa"],
