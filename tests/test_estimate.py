@@ -108,7 +108,7 @@ def test_submissions_are_the_slurm_profiles(paper_jobs):
     sub = tables.submissions(df).set_index("submission").loc[sfa["submission"].iloc[0]]
     assert sub["predicted_h"] == pytest.approx(sfa["seconds"].max() / 3600) and sub["limit_h"] == sfa_runtime / 60
     # the SFA runs keep no checkpoints: the paper's runs finish in the first attempt
-    assert sub["attempts"] == 1
+    assert sub["attempts"] == 1 and not sub["checkpoints"]
 
 
 def test_attempts_and_resubmissions():

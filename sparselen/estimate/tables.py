@@ -85,11 +85,12 @@ def submissions(df, retries: int = 2) -> "pd.DataFrame":
         by_level = g.groupby("level")
         need, train = by_level["seconds"].max().sum(), by_level["train_seconds"].max().sum()
         limit = 60 * g["limit_min"].iloc[0]
-        a = attempts_needed(need, train, int(g["steps"].max()), int(g["checkpoint_every"].max() or 0), limit,
-                            float(g["restart_s"].max()), retries)
+        steps, every = int(g["steps"].max()), int(g["checkpoint_every"].max() or 0)
+        a = attempts_needed(need, train, steps, every, limit, float(g["restart_s"].max()), retries)
         rules = "+".join(f"{r} x{n}" if n > 1 else r for r, n in g["rule"].value_counts(sort=False).items())
         rows.append({"slice": g["slice"].iloc[0], "submission": sub, "rules": rules,
-                     "predicted_h": need / 3600, "limit_h": limit / 3600, "attempts": a})
+                     "predicted_h": need / 3600, "limit_h": limit / 3600, "attempts": a,
+                     "checkpoints": 0 < every < steps})
     return pd.DataFrame(rows)
 
 
@@ -128,7 +129,8 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
             if r.attempts == math.inf:
                 fix = "never finishes: it has no checkpoints and exceeds every attempt's limit; raise its runtime"
             elif r.attempts <= 1 + retries:
-                fix = f"finishes in attempt {r.attempts} ({r.attempts - 1} resubmission(s), resuming from checkpoints)"
+                how = "resuming from checkpoints" if r.checkpoints else "each from the start: no checkpoints"
+                fix = f"finishes in attempt {r.attempts} ({r.attempts - 1} resubmission(s), {how})"
             else:
                 reruns = math.ceil(r.attempts / (1 + retries)) - 1
                 fix = (f"needs {r.attempts} attempts: {reruns} rerun(s) of the snakemake command after the retries "
