@@ -127,7 +127,8 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
             f"that run in turn add up; attempt a gets a x the limit, {1 + retries} attempts with retries: {retries}):")
         for r in over.itertuples():
             if r.attempts == math.inf:
-                fix = "never finishes: it has no checkpoints and exceeds every attempt's limit; raise its runtime"
+                fix = ("never finishes: no attempt of one command fits the whole job or saves a checkpoint; "
+                       "raise its runtime")
             elif r.attempts <= 1 + retries:
                 how = "resuming from checkpoints" if r.checkpoints else "each from the start: no checkpoints"
                 fix = f"finishes in attempt {r.attempts} ({r.attempts - 1} resubmission(s), {how})"
