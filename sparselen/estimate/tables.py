@@ -14,6 +14,12 @@ from sparselen.estimate.profiles import Profile
 DP_EFFICIENCY = 0.9  # assumed: n devices training one model together run n x this as fast as one
 
 
+def keeps_checkpoints(steps: int, checkpoint_every: int) -> bool:
+    """Whether a killed attempt of a job keeps training progress: it trains and saves a
+    checkpoint before its last step."""
+    return 0 < checkpoint_every < steps
+
+
 def attempts_needed(need_s: float, train_s: float, steps: int, checkpoint_every: int, limit_s: float,
                     restart_s: float, retries: int = 2) -> int:
     """Attempts a job needs when attempt a of one ``snakemake`` command runs for ``a * limit_s``
@@ -22,19 +28,17 @@ def attempts_needed(need_s: float, train_s: float, steps: int, checkpoint_every:
     steps); each attempt pays ``restart_s`` again. ``math.inf`` if no number of attempts
     finishes: a whole command's attempts save no progress (no checkpoint reached, or none kept)."""
     done = 0.0  # seconds of training work saved in checkpoints
-    per_step = train_s / steps if steps else 0.0
-    ckpt_s = per_step * checkpoint_every if steps and checkpoint_every < steps else math.inf
-    cycle = 1 + retries
-    for a in range(1, 100 * cycle + 1):
-        if (a - 1) % cycle == 0:
-            done_before_command = done
-        limit = (1 + (a - 1) % cycle) * limit_s
-        if restart_s + (need_s - done) <= limit:
-            return a
-        if ckpt_s < math.inf:  # training progress kept up to the last checkpoint before the kill
-            progressed = max(0.0, limit - restart_s)
-            done = min(train_s, done + math.floor(progressed / ckpt_s) * ckpt_s)
-        if a % cycle == 0 and done == done_before_command:
+    ckpt_s = train_s / steps * checkpoint_every if keeps_checkpoints(steps, checkpoint_every) else math.inf
+    for command in range(100):
+        done_before = done
+        for a in range(1, 2 + retries):
+            limit = a * limit_s
+            if restart_s + (need_s - done) <= limit:
+                return command * (1 + retries) + a
+            if ckpt_s < math.inf:  # training progress kept up to the last checkpoint before the kill
+                progressed = max(0.0, limit - restart_s)
+                done = min(train_s, done + math.floor(progressed / ckpt_s) * ckpt_s)
+        if done == done_before:
             return math.inf
     return math.inf
 
@@ -74,8 +78,8 @@ def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, r
 def submissions(df, retries: int = 2) -> "pd.DataFrame":
     """Per SLURM submission that runs a model (a model's group, the SFA runs' group, an
     ungrouped job): predicted wall time (its levels in turn, the jobs of a level side by side),
-    its limit, attempts needed (resuming from checkpoints). Data, table and figure jobs take
-    seconds to minutes and are not checked."""
+    its limit, attempts needed and whether they resume from checkpoints. Data, table and figure
+    jobs take seconds to minutes and are not checked."""
     import pandas as pd
 
     rows = []
@@ -90,7 +94,7 @@ def submissions(df, retries: int = 2) -> "pd.DataFrame":
         rules = "+".join(f"{r} x{n}" if n > 1 else r for r, n in g["rule"].value_counts(sort=False).items())
         rows.append({"slice": g["slice"].iloc[0], "submission": sub, "rules": rules,
                      "predicted_h": need / 3600, "limit_h": limit / 3600, "attempts": a,
-                     "checkpoints": 0 < every < steps})
+                     "checkpoints": keeps_checkpoints(steps, every)})
     return pd.DataFrame(rows)
 
 
