@@ -54,8 +54,10 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
         if spans and p in spans:
             ax.axvspan(*spans[p], color="0.85", alpha=0.6, lw=0, zorder=0)
         if notes and p in notes:
-            ax.text(0.0, -0.32, notes[p], transform=ax.transAxes, fontsize=6.5, va="top", ha="left",
-                    family="monospace")
+            # anchored under the x-axis label at draw time, so rotated tick labels never overlap it
+            ax.annotate(notes[p], xy=(0.0, 0.0), xycoords=("axes fraction", ax.xaxis.label),
+                        xytext=(0, -4), textcoords="offset points", fontsize=6.5, va="top",
+                        ha="left", family="monospace")
         if chance is not None:
             ax.axhline(chance, color="0.6", ls=":", lw=1)
         if logx:

@@ -49,4 +49,5 @@ def claim_notes(evals: pd.DataFrame, facts: dict) -> dict:
             value = (f"not tested: {r.reason.split(';')[0].split(' (')[0]}" if not r.tested else
                      f"{r.value:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}] {r.verdict}")
             notes.setdefault(K, []).append(f"{claim.id} {value}")
-    return {K: "\n".join(lines) for K, lines in notes.items()}
+    footer = "(this K_train's verdicts; the report's also need stability over seed resamples)"
+    return {K: "\n".join([*lines, footer]) for K, lines in notes.items()}
