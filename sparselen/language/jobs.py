@@ -126,7 +126,8 @@ def loss_by_position(job) -> None:
         mean, low, high = t_interval(per_window)
         rows.append({"context": int(job.wildcards.context), "scheme": job.wildcards.run, "seed": prov["seed"],
                      "position": float(np.sqrt(lo * (hi - 1))), "bin_low": lo, "bin_high": hi - 1,
-                     "mean": mean, "ci_low": low, "ci_high": high, "n": len(per_window)})
+                     "mean": mean, "ci_low": low, "ci_high": high, "n": len(per_window),
+                     "config_hash": prov["config_hash"]})
     io.write_csv(pd.DataFrame(rows), job.output.losses)
 
 
@@ -137,7 +138,7 @@ def analyze(job) -> None:
     docs = data.load_tokens(job.input.tokens)["eval"]
     short, long = ctx["short"], ctx["long"]
     screened = analysis.screen(model, docs, a, short, long, dev)
-    screened["seed"] = prov["seed"]
+    screened["seed"], screened["config_hash"] = prov["seed"], prov["config_hash"]
     io.write_csv(screened, job.output.screen)
     n = int(screened["analysed"].sum())
     log.info("%d of %d tokens have benefit >= %s; analysing %d", int((screened["benefit"] >= a["min_benefit"]).sum()),
@@ -151,7 +152,7 @@ def analyze(job) -> None:
              int(planted["analysed"].sum()), int(planted["beyond"].sum()), a["min_benefit"])
     deps = pd.concat([deps, planted_deps], ignore_index=True)
     planted["seed"] = deps["seed"] = prov["seed"]
-    deps["config_hash"] = prov["config_hash"]
+    planted["config_hash"] = deps["config_hash"] = prov["config_hash"]
     io.write_csv(planted, job.output.planted)
     io.write_csv(deps, job.output.deps)
 
@@ -173,12 +174,13 @@ def transfer(job) -> None:
     df = pd.DataFrame({"doc": toks["doc"].values, "t": toks["t"].values, "context": context,
                        "scheme": job.wildcards.run, "seed": prov["seed"],
                        "parameters": sum(p.numel() for p in model.parameters()),
-                       "loss_short": losses[short].numpy(), "loss_long": losses[long].numpy()})
+                       "loss_short": losses[short].numpy(), "loss_long": losses[long].numpy(),
+                       "config_hash": prov["config_hash"]})
     df["gain"] = df["loss_short"] - df["loss_long"]
     analysed = toks["analysed"].to_numpy(bool)
     io.write_csv(df[analysed], job.output.losses)
     io.write_csv(df if every else df.iloc[:0], job.output.screen_losses)
-    labels = {"context": context, "scheme": job.wildcards.run, "seed": prov["seed"]}
+    labels = {"context": context, "scheme": job.wildcards.run, "seed": prov["seed"], "config_hash": prov["config_hash"]}
     io.write_csv(induction(model, docs, job.params.induction, short, long, job.params.batch_size, dev, labels),
                  job.output.induction)
 
@@ -186,7 +188,7 @@ def transfer(job) -> None:
 def induction(model, docs, cfg: dict, short: int, long: int, batch_size: int, device, labels: dict) -> pd.DataFrame:
     """The induction probe (``cfg`` = language.analysis.induction), one row per sequence: a
     span repeated with the second copy beyond the short window, filling the long context;
-    ``labels`` (context, scheme, seed) on every row."""
+    ``labels`` (context, scheme, seed, config hash) on every row."""
     filler = long - cfg["prefix"] - 2 * cfg["span"]
     if cfg["span"] + filler <= short:
         raise ValueError(f"language.analysis.induction: span {cfg['span']} + filler {filler} must exceed the "
