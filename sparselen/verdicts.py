@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Callable
 
 import numpy as np
@@ -169,16 +170,17 @@ def combine(results: list[Result]) -> Decision:
 # ----------------------------------------------------------------------------- stability
 
 
-def seed_resamples(seeds, rng: np.random.Generator) -> list[tuple[tuple, float]]:
+def seed_resamples(seeds, rng: np.random.Generator) -> list[tuple[tuple, Fraction]]:
     """(distinct seeds, probability) of resampling ``seeds`` with replacement, a seed drawn twice
     counting as one run: exactly, over every distinct set, when there are at most EXACT_SEEDS
     (the n^n equally likely draws land on a set of m seeds in m! S(n, m) ways, S a Stirling
-    number of the second kind); else STABILITY_REPLICATES random draws of equal weight."""
+    number of the second kind); else STABILITY_REPLICATES random draws of equal weight.
+    Probabilities are exact fractions, so a share of exactly UNSTABLE is not read as above it."""
     seeds, n = list(seeds), len(seeds)
     if n > EXACT_SEEDS:
         draws = [tuple(sorted(set(rng.choice(seeds, n).tolist()))) for _ in range(STABILITY_REPLICATES)]
-        return [(d, 1 / len(draws)) for d in draws]
-    onto = {m: math.factorial(m) * _stirling2(n, m) / n**n for m in range(1, n + 1)}
+        return [(d, Fraction(1, len(draws))) for d in draws]
+    onto = {m: Fraction(math.factorial(m) * _stirling2(n, m), n**n) for m in range(1, n + 1)}
     return [(subset, onto[m]) for m in range(1, n + 1) for subset in itertools.combinations(seeds, m)]
 
 
@@ -218,7 +220,7 @@ def stability(claim: Claim, data: dict, s: Settings, verdict: str) -> tuple[floa
         small = s
     else:
         draws = [rng.choice(units, len(units)) for _ in range(DOCUMENT_RESAMPLES)]
-        weighted = [(resample_units(data, claim.unit, d), 1 / len(draws)) for d in draws]
+        weighted = [(resample_units(data, claim.unit, d), Fraction(1, len(draws))) for d in draws]
         how = f"{len(weighted)} random resamples of {len(units)} {claim.unit}s"
         small = replace(s, n_boot=STABILITY_BOOT)
     share = sum(w for tables, w in weighted if combine(claim.test(tables, small)).verdict != verdict)
