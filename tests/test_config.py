@@ -33,6 +33,13 @@ def test_shipped_configs_are_valid_on_their_own(path):
     assert semantic_errors(load([path])) == []
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "configs/overlays").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_overlays_are_valid_over_the_config_they_name(path):
+    """An overlay's first line names the config it is merged over; the merge is valid."""
+    base = re.search(r"Overlay of (configs/\S+\.yaml)", path.read_text().splitlines()[0]).group(1)
+    assert semantic_errors(load([ROOT / base, path])) == []
+
+
 def schema_defaults(name: str) -> dict:
     props = yaml.safe_load(SCHEMA.read_text())["$defs"][name]["properties"]
     return {k: v["default"] for k, v in props.items() if "default" in v}
