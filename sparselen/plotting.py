@@ -7,6 +7,7 @@ panel per task, curve per scheme). Figures embed their provenance in the file me
 from __future__ import annotations
 
 import json
+import textwrap
 
 import matplotlib
 
@@ -16,6 +17,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from sparselen.io import atomic_path  # noqa: E402
+
+PANEL_WIDTH = 3.6  # inches per panel
+NOTE_POINTS = 6.5  # font size of the notes under a panel
+NOTE_CHARS = int(0.9 * PANEL_WIDTH * 72 / (0.6 * NOTE_POINTS))  # monospace characters fit under one panel
 
 
 def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length", *,
@@ -38,7 +43,10 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
         curves.sort(key=lambda c: list(styles).index(c) if c in styles else len(styles))
     colors = plt.cm.viridis(np.linspace(0.0, 0.9, len(curves)))
     ncol = len(panels)
-    fig, axes = plt.subplots(1, ncol, figsize=(3.6 * ncol + 1.2, 3.4), sharey=True, squeeze=False)
+    notes = {p: _wrap(text) for p, text in (notes or {}).items()}
+    note_lines = max((text.count("\n") + 1 for text in notes.values()), default=0)
+    height = 3.4 + note_lines * 1.2 * NOTE_POINTS / 72  # the notes get room of their own under the panels
+    fig, axes = plt.subplots(1, ncol, figsize=(PANEL_WIDTH * ncol + 1.2, height), sharey=True, squeeze=False)
     for ax, p in zip(axes[0], panels):
         sub = summary[summary[panel] == p]
         for color, c in zip(colors, curves):
@@ -53,10 +61,10 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
             ax.axvline(vlines[p], color="0.4", ls="--", lw=1)
         if spans and p in spans:
             ax.axvspan(*spans[p], color="0.85", alpha=0.6, lw=0, zorder=0)
-        if notes and p in notes:
+        if p in notes:
             # anchored under the x-axis label at draw time, so rotated tick labels never overlap it
             ax.annotate(notes[p], xy=(0.0, 0.0), xycoords=("axes fraction", ax.xaxis.label),
-                        xytext=(0, -4), textcoords="offset points", fontsize=6.5, va="top",
+                        xytext=(0, -4), textcoords="offset points", fontsize=NOTE_POINTS, va="top",
                         ha="left", family="monospace")
         if chance is not None:
             ax.axhline(chance, color="0.6", ls=":", lw=1)
@@ -76,6 +84,11 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _wrap(note: str) -> str:
+    """Each line of a panel's note wrapped to the panel's width, so neighbouring notes never meet."""
+    return "\n".join(textwrap.fill(line, NOTE_CHARS, subsequent_indent="  ") for line in note.splitlines())
 
 
 def save_figure(fig, png_path, pdf_path, provenance: dict) -> None:
