@@ -18,6 +18,7 @@ import pandas as pd  # noqa: E402
 
 from sparselen.io import atomic_path  # noqa: E402
 
+PNG_DPI = 150  # resolution of the PNG figures
 PANEL_WIDTH = 3.6  # inches per panel
 NOTE_POINTS = 6.5  # font size of the notes under a panel
 NOTE_CHARS = int(0.9 * PANEL_WIDTH * 72 / (0.6 * NOTE_POINTS))  # monospace characters fit under one panel
@@ -95,7 +96,7 @@ def save_figure(fig, png_path, pdf_path, provenance: dict) -> None:
     """Write PNG and PDF atomically, with provenance in each file's metadata."""
     meta = json.dumps(provenance, sort_keys=True, default=str)
     with atomic_path(png_path) as tmp:
-        fig.savefig(tmp, format="png", dpi=150, bbox_inches="tight", metadata={"Description": meta})
+        fig.savefig(tmp, format="png", dpi=PNG_DPI, bbox_inches="tight", metadata={"Description": meta})
     with atomic_path(pdf_path) as tmp:
         fig.savefig(tmp, format="pdf", bbox_inches="tight", metadata={"Subject": meta, "Creator": "sparselen"})
     plt.close(fig)

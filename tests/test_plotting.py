@@ -5,7 +5,7 @@ import matplotlib
 matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 
-from sparselen.plotting import plot_panels  # noqa: E402
+from sparselen.plotting import PNG_DPI, plot_panels  # noqa: E402
 
 LONG = "P1 not tested: 2 fitted k_test <= K_train [1, 2], 0 seeds with 3 fitted cells"
 
@@ -17,7 +17,7 @@ def test_panel_notes_sit_below_the_axis_labels_and_apart_from_each_other():
     notes = {K: f"{LONG}\nP2 +0.41 [+0.02, +0.80] inconclusive\n{LONG.replace('P1', 'P3')}" for K in (2, 3)}
     fig = plot_panels(summary, "K_train", "k_test", xlabel="sample length 2l", title="a title over the panels",
                       notes=notes)
-    fig.set_dpi(150)  # as save_figure writes the PNG: text is laid out again at that resolution
+    fig.set_dpi(PNG_DPI)  # as save_figure writes the PNG: text is laid out again at that resolution
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     boxes = []
