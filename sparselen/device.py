@@ -3,24 +3,50 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import socket
 
 import torch
 
 from sparselen import gpu_slots
 
 
-def resolve_device(name: str = "auto") -> torch.device:
-    """``auto`` picks CUDA when present; asking for CUDA without one is an error, not a fallback.
-    ``auto``/``cuda`` with several visible GPUs claims a free one (``gpu_slots``), so parallel
-    jobs on one machine do not all land on GPU 0."""
-    if name == "auto":
+class NoGpu(RuntimeError):
+    """A job that holds GPUs (config ``gpus_per_job`` > 0) found none it can use."""
+
+
+def no_gpu(requested: str, gpus: int) -> NoGpu:
+    build = f"CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+    return NoGpu(f"device = {requested!r} with gpus_per_job = {gpus}, but this job finds no usable CUDA device: "
+                 f"node {socket.gethostname()}, CUDA_VISIBLE_DEVICES="
+                 f"{os.environ.get('CUDA_VISIBLE_DEVICES', '<unset>')}, torch {torch.__version__} ({build}). "
+                 "Install a CUDA build of torch or run on a GPU node; to train on CPUs set gpus_per_job: 0")
+
+
+def under_torchrun() -> bool:
+    """Whether this process is one of several torchrun workers (which pick their GPU themselves:
+    ``sparselen.distributed``)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def resolve_device(name: str = "auto", gpus: int = 0) -> torch.device:
+    """``auto`` picks CUDA when present. Asking for CUDA without one is an error, not a
+    fallback; so is ``auto`` finding none in a job that holds ``gpus`` > 0 GPUs (a CPU-only
+    wheel or a node without a visible GPU would otherwise train on one CPU thread). ``auto`` or
+    ``cuda`` with several visible GPUs claims a free one (``gpu_slots``), so parallel jobs on
+    one machine do not all land on GPU 0; torchrun workers never claim."""
+    requested = str(name)
+    if requested == "auto":
         if not torch.cuda.is_available():
+            if gpus > 0:
+                raise no_gpu(requested, gpus)
             return torch.device("cpu")
-        name = "cuda"
-    device = torch.device(name)
+        requested = "cuda"
+    device = torch.device(requested)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"device={name!r} was requested but CUDA is not available on this machine")
-    if device.type == "cuda" and device.index is None and torch.cuda.device_count() > 1:
+        raise no_gpu(str(name), gpus) if gpus > 0 else RuntimeError(
+            f"device={name!r} was requested but CUDA is not available on this machine")
+    if device.type == "cuda" and device.index is None and torch.cuda.device_count() > 1 and not under_torchrun():
         return torch.device("cuda", gpu_slots.claim(torch.cuda.device_count()))
     return device
 

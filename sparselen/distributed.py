@@ -47,6 +47,7 @@ from torch import nn
 
 from sparselen import gpu_slots
 from sparselen.batch import IGNORE, Batch
+from sparselen.device import no_gpu, under_torchrun
 from sparselen.jobs import named
 
 log = logging.getLogger(__name__)
@@ -62,11 +63,12 @@ class DataParallel:
     strategy: str = "ddp"
 
     @classmethod
-    def from_env(cls, device: str = "auto", strategy: str = "auto") -> "DataParallel | None":
+    def from_env(cls, device: str = "auto", strategy: str = "auto", gpus: int = 0) -> "DataParallel | None":
         """None unless started by torchrun with more than one process. ``device``: the config's
         (auto, cpu, cuda); on CUDA each process takes GPU ``LOCAL_RANK`` when the node shows
         exactly its processes' GPUs (SLURM), else claims a free one as one-GPU jobs do
-        (``gpu_slots``, the local-gpus profile)."""
+        (``gpu_slots``, the local-gpus profile). ``gpus``: config gpus_per_job; a job that holds
+        GPUs and finds none fails (``sparselen.device.no_gpu``) instead of training on the CPU."""
         if strategy not in STRATEGIES:
             raise ValueError(f"parallel strategy {strategy!r}; expected one of {STRATEGIES}")
         world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -75,6 +77,8 @@ class DataParallel:
         rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
         die_with_parent()
         cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
+        if (cuda or gpus > 0) and not torch.cuda.is_available():
+            raise no_gpu(device, gpus)
         dev = torch.device("cpu")
         if cuda:
             n, per_node = torch.cuda.device_count(), int(os.environ.get("LOCAL_WORLD_SIZE", world))
@@ -88,7 +92,7 @@ class DataParallel:
     @staticmethod
     def launched() -> bool:
         """Whether this process is one of several torchrun workers."""
-        return int(os.environ.get("WORLD_SIZE", "1")) > 1
+        return under_torchrun()
 
     @property
     def is_main(self) -> bool:

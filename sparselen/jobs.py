@@ -16,6 +16,7 @@ them: a job reads them from ``job.config`` through ``runtime``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import logging
 from dataclasses import dataclass, field
@@ -23,14 +24,22 @@ from types import SimpleNamespace
 
 import torch
 
+from sparselen import simulated_cuda
 from sparselen.device import configure_cpu, resolve_device
 
 
 @dataclass(frozen=True)
 class Runtime:
-    device: torch.device
+    device_name: str  # config ``device``: auto, cpu, cuda, cuda:N
     compile: bool
     threads: int
+    gpus: int = 0  # GPUs the job holds (config ``gpus_per_job``)
+
+    @functools.cached_property
+    def device(self) -> torch.device:
+        """Resolved on first use, so a job that only launches workers (``language.parallel``)
+        never claims a GPU the workers need."""
+        return resolve_device(self.device_name, self.gpus)
 
 
 def named(ns) -> dict:
@@ -41,7 +50,7 @@ def named(ns) -> dict:
 def runtime(job) -> Runtime:
     """The job's runtime knobs from the top of the validated config."""
     c = job.config
-    return Runtime(resolve_device(c["device"]), bool(c["compile"]), int(c["threads"]))
+    return Runtime(str(c["device"]), bool(c["compile"]), int(c["threads"]), int(c.get("gpus_per_job", 0)))
 
 
 @dataclass
@@ -99,7 +108,8 @@ def log_to(paths):
 
 
 def run(job) -> None:
-    """Run the step function of ``job.rule`` with the job's threads and log."""
-    with log_to(list(job.log)):
+    """Run the step function of ``job.rule`` with the job's threads and log (on simulated GPUs
+    when ``SPARSELEN_SIMULATE_CUDA`` asks for them: ``sparselen.simulated_cuda``)."""
+    with log_to(list(job.log)), simulated_cuda.from_env():
         configure_cpu(job.threads)
         step_function(job.rule)(job)

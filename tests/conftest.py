@@ -45,15 +45,16 @@ def validated(**sections) -> dict:
     return config
 
 
-def snakemake(workdir, *args, configfile=SMOKE, timeout=900, check=True):
+def snakemake(workdir, *args, configfile=SMOKE, timeout=900, check=True, env=None):
     """Run the project's workflow with outputs under ``workdir`` (never the checkout);
-    ``configfile``: one complete config or a list (a complete one, then overlays)."""
+    ``configfile``: one complete config or a list (a complete one, then overlays); ``env``:
+    variables added to the jobs' environment."""
     import subprocess
 
     files = [configfile] if isinstance(configfile, (str, os.PathLike)) else list(configfile)
     cmd = [PYTHON, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), *args,
            "--configfile", *map(str, files)]  # last: --configfile takes every word after it
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=subprocess_env())
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**subprocess_env(), **(env or {})})
     if check and out.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{out.stdout[-4000:]}\n{out.stderr[-4000:]}")
     return out

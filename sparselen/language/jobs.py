@@ -92,7 +92,7 @@ def train(job) -> dict:
     if settings["processes"] * settings["nodes"] > 1 and not DataParallel.launched():
         distributed.launch(job, settings["processes"], settings["nodes"])  # this step again, in each worker
         return io.read_json(job.output.summary)
-    parallel = DataParallel.from_env(job.config["device"], settings["strategy"])
+    parallel = DataParallel.from_env(job.config["device"], settings["strategy"], run.runtime.gpus)
     toks = data.load_tokens(job.input.tokens)
     mc = model_config(p.model, toks["vocab_size"], scheme=p.scheme)
     context = run.wildcards["context"]

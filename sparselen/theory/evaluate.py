@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 import pandas as pd
 
+from sparselen.device import autocast
 from sparselen.rng import generator
 from sparselen.theory.sfa import SFAModel
 from sparselen.theory.task import PlantedConfig, sample
@@ -20,12 +21,15 @@ def sfa_predict(model: SFAModel):
 
 
 def gpt_predict(model, pc: PlantedConfig, coupled: bool):
-    """Label logits of a GPT-NeoX: its next-token logits at the query, restricted to the q values."""
+    """Label logits of a GPT-NeoX on the host: its next-token logits at the query, restricted to
+    the q values; the samples go to the model's device and run under training's autocast."""
+    device = next(model.parameters()).device
 
     def predict(tokens, position_ids):
-        ids = position_ids.expand(tokens.shape[0], -1) if coupled else None
-        logits, _ = model(tokens, ids, last_only=True)
-        return logits[:, -1, : pc.n_values].float()
+        ids = position_ids.expand(tokens.shape[0], -1).to(device) if coupled else None
+        with autocast(device):
+            logits, _ = model(tokens.to(device), ids, last_only=True)
+        return logits[:, -1, : pc.n_values].float().cpu()
 
     return predict
 

@@ -1,0 +1,253 @@
+"""The simulated GPU (sparselen/simulated_cuda.py): it raises where a real GPU raises (a host
+tensor in a device op, numpy of a device tensor, a host generator drawing on the device, two
+GPUs in one op), lets through what a GPU lets through (host scalars and indices, cross-device
+copies, Module.to, a training step), and catches a tensor left on the host in each slice's
+evaluation, while the correctly placed evaluation gives the CPU's numbers. The launch of a
+data-parallel training under torchrun claims no GPU in its parent (it would starve a worker),
+and a job that holds GPUs but finds none fails instead of training on the CPU."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import PYTHON, ROOT, subprocess_env
+from sparselen import simulated_cuda
+from sparselen.device import NoGpu, resolve_device
+from sparselen.jobs import Job, runtime
+from sparselen.model import GPTNeoX, ModelConfig
+from sparselen.simulated_cuda import simulate
+
+CUDA = torch.device("cuda")
+CPU = torch.device("cpu")
+
+
+def tiny(scheme="rope", vocab=16, **kw):
+    torch.manual_seed(0)
+    return GPTNeoX(ModelConfig(vocab_size=vocab, n_layer=2, n_head=2, d_model=32, d_ff=64, scheme=scheme,
+                               **kw)).eval()
+
+
+def test_device_tensors_answer_as_on_a_gpu_and_mixing_raises():
+    with simulate(2):
+        assert torch.cuda.is_available() and torch.cuda.device_count() == 2
+        x = torch.ones(3, device="cuda")
+        assert x.is_cuda and x.device == torch.device("cuda", 0)
+        assert (x * 2).device.type == "cuda" and x[1:].is_cuda  # ops and views stay on the device
+        assert torch.arange(3, device=x.device).is_cuda
+        assert not x.cpu().is_cuda and not torch.ones(3).is_cuda
+        assert (x + torch.tensor(2.0)).is_cuda  # a host 0-dim scalar is allowed, as on a GPU
+        assert x[torch.tensor([0, 2])].is_cuda  # host indices are allowed
+        host = torch.zeros(3)
+        host.copy_(x)  # cross-device copies are allowed
+        assert not host.is_cuda
+        with pytest.raises(RuntimeError, match="same device"):
+            x + torch.ones(3)
+        with pytest.raises(RuntimeError, match="same device"):
+            torch.cat([x, torch.ones(3)])
+        with pytest.raises(RuntimeError, match="same device"):
+            x + torch.ones(3).to("cuda:1")
+        with pytest.raises(TypeError, match="numpy"):
+            x.numpy()
+        with pytest.raises(RuntimeError, match="generator"):
+            torch.randint(0, 5, (3,), generator=torch.Generator().manual_seed(0), device="cuda")
+        with pytest.raises(RuntimeError, match="invalid device ordinal"):
+            torch.ones(1).to("cuda:2")
+    assert not torch.cuda.is_available()  # everything restored
+
+
+def test_a_training_step_on_the_simulated_gpu_equals_the_cpu_step():
+    from sparselen.batch import Batch
+    from sparselen.train import OptimConfig, loss_fn, make_optimizer
+
+    ids = torch.randint(0, 16, (4, 10), generator=torch.Generator().manual_seed(1))
+    out = {}
+    for name in ("cpu", "cuda"):
+        with simulate(1):
+            model = tiny().train().to(name)
+            opt = make_optimizer(model, OptimConfig(lr=1e-2, warmup_steps=0))
+            loss, _ = loss_fn(model, Batch(ids, ids.clone()).to(name))
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            assert all(p.is_cuda == (name == "cuda") for p in model.parameters())
+            assert all(s.is_cuda == (name == "cuda") for st in opt.state.values() for s in st.values() if s.dim())
+            out[name] = {k: v.cpu() for k, v in model.state_dict().items()}
+    assert all(torch.equal(out["cpu"][k], out["cuda"][k]) for k in out["cpu"])
+
+
+def evaluate_both_ways(evaluate):
+    """``evaluate(model, device)`` with the model on the simulated GPU: placed right it gives the
+    CPU's result; told the wrong device (its samples stay on the host) it raises."""
+    expected = evaluate(CPU)
+    with simulate(1):
+        assert evaluate(CUDA) == expected
+        with pytest.raises(RuntimeError, match="same device"):
+            evaluate(CUDA, misplaced=True)
+
+
+def test_parity_evaluation_on_the_device():
+    from sparselen.parity.evaluate import cell_accuracy
+    from sparselen.parity.task import VOCAB, evaluation_set
+
+    cell = evaluation_set(0, [2], [20], 8)[(2, 20)]
+    model = tiny(vocab=len(VOCAB))
+
+    def evaluate(device, misplaced=False):
+        m = model.to(device)
+        return cell_accuracy(m, cell["tokens"], cell["target"], 64, CPU if misplaced else device)
+
+    evaluate_both_ways(evaluate)
+
+
+@pytest.mark.parametrize("scheme", ["rope", "coupled", "ppc"])
+def test_ppc_generation_on_the_device(scheme):
+    from sparselen.ppc.evaluate import cell_scores
+    from sparselen.ppc.samples import Samples
+    from sparselen.ppc.tasks import TASKS, sampler_params
+    from sparselen.rng import generator
+
+    task = TASKS["copy_repeat"]
+    s = Samples(**vars(task.sample(torch.full((4,), 5), generator("t", 0), **sampler_params({"alphabet": 4}))))
+    model = tiny(scheme, vocab=len(task.VOCAB), max_position_id=63, id_embedding=scheme != "rope")
+
+    def evaluate(device, misplaced=False):
+        return cell_scores(model.to(device), s, 4, CPU if misplaced else device)
+
+    evaluate_both_ways(evaluate)
+
+
+def test_language_losses_on_the_device():
+    from sparselen.language.evaluate import last_token_loss, loss_by_position
+
+    windows = torch.randint(0, 16, (3, 12), generator=torch.Generator().manual_seed(2))
+    model = tiny()
+
+    def evaluate(device, misplaced=False):
+        m, dev = model.to(device), CPU if misplaced else device
+        pos = torch.arange(11).expand(3, 11)
+        return (loss_by_position(m, windows, 2, dev).tolist(),
+                last_token_loss(m, windows[:, :-1], pos, windows[:, -1], 2, dev).tolist())
+
+    evaluate_both_ways(evaluate)
+
+
+def test_theory_evaluation_on_the_device():
+    from sparselen.theory.evaluate import evaluate as evaluate_theory
+    from sparselen.theory.evaluate import gpt_predict
+    from sparselen.theory.task import planted_config
+
+    pc = planted_config({"n_values": 2, "label": "sum_mod", "mark": "first", "offsets": "fixed", "gap": 1},
+                        "local", 2)
+    model = tiny(vocab=pc.vocab_size)
+
+    def evaluate(device, misplaced=False):
+        m = model.to(device)
+
+        def host_samples(tokens, position_ids):  # what a predict that never moves its samples does
+            return m(tokens, None, last_only=True)[0][:, -1, :pc.n_values].float()
+
+        predict = host_samples if misplaced else gpt_predict(m, pc, coupled=False)
+        return evaluate_theory(predict, pc, {1: 12}, 6, 0, 3).to_dict()
+
+    evaluate_both_ways(evaluate)
+
+
+def test_a_job_that_holds_gpus_and_finds_none_fails(monkeypatch):
+    """gpus_per_job > 0 with no CUDA device: the job fails naming the node, CUDA_VISIBLE_DEVICES
+    and the torch build; with gpus_per_job 0 it runs on the CPU."""
+    if torch.cuda.is_available():
+        pytest.skip("checks a machine without a GPU")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    job = Job.of("parity_evaluate", config={"device": "auto", "gpus_per_job": 1})
+    with pytest.raises(NoGpu, match=r"gpus_per_job = 1.*node .*CUDA_VISIBLE_DEVICES=.*torch .*CPU-only build"):
+        runtime(job).device
+    assert runtime(Job.of("parity_evaluate", config={"device": "auto", "gpus_per_job": 0})).device == CPU
+    with simulate(1):
+        assert runtime(job).device == CUDA
+
+
+def test_torchrun_workers_claim_no_gpu_slot(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPARSELEN_GPU_LOCKS", str(tmp_path))
+    with simulate(2):
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        assert resolve_device("auto") == CUDA  # the worker picks LOCAL_RANK's GPU itself
+        assert not list(tmp_path.iterdir())
+
+
+def test_the_simulation_is_asked_for_by_the_environment(monkeypatch):
+    monkeypatch.setenv(simulated_cuda.ENV, "x")
+    with pytest.raises(ValueError, match="SPARSELEN_SIMULATE_CUDA='x'"):
+        simulated_cuda.requested()
+    monkeypatch.setenv(simulated_cuda.ENV, "2")
+    with simulated_cuda.from_env():
+        assert torch.cuda.device_count() == 2
+    monkeypatch.delenv(simulated_cuda.ENV)
+    with simulated_cuda.from_env() as mode:
+        assert mode is None and not torch.cuda.is_available()
+
+
+def test_a_data_parallel_launch_on_two_simulated_gpus_finishes(tmp_path):
+    """language.parallel.processes = 2 on a node of 2 GPUs (the local-gpus profile's case): the
+    launching job and its two torchrun workers share the GPUs without a slot claim that leaves a
+    worker waiting for ever, each worker trains on its own GPU, and the weights equal one
+    process's on the CPU (float summation order only)."""
+    from test_distributed import TOLERANCE, job_spec
+
+    from sparselen import io, modelfile
+
+    g = torch.Generator().manual_seed(0)
+    stream = torch.randint(1, 64, (20000,), generator=g)
+    stream[::97] = 0
+    io.torch_save({"train": stream.to(torch.int32), "eval": [], "vocab_size": 64}, tmp_path / "tokens.pt")
+    runs = {}
+    for name, processes, gpus in (("cpu", 1, 0), ("gpus", 2, 1)):
+        out = tmp_path / name
+        out.mkdir()
+        spec = job_spec(out, tmp_path / "tokens.pt", processes, "ddp")
+        spec["config"].update(device="auto", gpus_per_job=gpus)
+        spec["params"]["train"] = {**spec["params"]["train"], "steps": 10}
+        env = {**subprocess_env(), simulated_cuda.ENV: "2" if gpus else "", "SPARSELEN_GPU_LOCKS": str(tmp_path)}
+        done = subprocess.run([PYTHON, str(ROOT / "tests/run_job.py"), json.dumps(spec)], env=env,
+                              capture_output=True, text=True, timeout=240)
+        assert done.returncode == 0, done.stderr[-3000:]
+        runs[name] = modelfile.load_state(out / "model.pt")["model"]
+        if gpus:
+            assert "rank 0 of 2 on cuda:0" in done.stderr and "rank 1 of 2 on cuda:1" in done.stderr, done.stderr[-3000:]
+    diff = max(float((runs["cpu"][k] - runs["gpus"][k]).abs().max()) for k in runs["cpu"])
+    assert diff < TOLERANCE
+
+
+def test_language_analysis_and_transfer_on_a_simulated_gpu_equal_the_cpu_run(smoke_run, tmp_path):
+    """The smoke run's language analysis (screen, greedy, selectors with saliency's backward
+    pass, null and planted controls) and one model's transfer (losses, induction probe), run
+    again on a simulated GPU from the same model and tokens: every device placement holds and
+    the tables equal the CPU run's (the simulation keeps the CPU's numerics)."""
+    import pandas as pd
+
+    from conftest import smoke_config
+    from sparselen.jobs import run
+
+    lang = smoke_config()["language"]
+    long, scheme = lang["contexts"]["long"], lang["schemes"]["long"][0]
+    results = smoke_run / "results" / "language"
+    model, tokens = results / f"ctx{long}/{scheme}/seed0/model.pt", results / "tokens.pt"
+    gpu = {"device": "auto", "gpus_per_job": 1}
+    analyze = {name: tmp_path / f"{name}.csv" for name in ("screen", "deps", "planted")}
+    transfer = {name: tmp_path / f"{name}.csv" for name in ("losses", "screen_losses", "induction")}
+    with simulate(1):
+        run(Job.of("language_analyze", input={"model": model, "tokens": tokens}, output=analyze,
+                   params={"analysis": lang["analysis"], "contexts": lang["contexts"]}, config=gpu))
+        run(Job.of("language_transfer", input={"model": model, "tokens": tokens, "screen": analyze["screen"]},
+                   output=transfer, wildcards={"context": long, "run": scheme, "seed": 0}, config=gpu,
+                   params={"contexts": lang["contexts"], "batch_size": lang["analysis"]["batch_size"],
+                           "induction": lang["analysis"]["induction"]}))
+    cpu = {"screen": results / "analysis/seed0/screen.csv", "deps": results / "analysis/seed0/dependency.csv",
+           "planted": results / "analysis/seed0/planted.csv",
+           "losses": results / f"ctx{long}/{scheme}/seed0/analysed_token_losses.csv",
+           "screen_losses": results / f"ctx{long}/{scheme}/seed0/screen_losses.csv",
+           "induction": results / f"ctx{long}/{scheme}/seed0/induction.csv"}
+    for name, path in {**analyze, **transfer}.items():
+        pd.testing.assert_frame_equal(pd.read_csv(path), pd.read_csv(cpu[name]), obj=name)
