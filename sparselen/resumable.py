@@ -9,14 +9,18 @@ checkpoint at its last step too and never removes it: a rerun resumes with nothi
 train. ``clean`` removes the checkpoints beside finished outputs; the Snakefile's
 ``onsuccess`` calls it (``sparselen clean-checkpoints`` by hand).
 
-A checkpoint records the code that wrote it (``code_fingerprint``): a rerun Snakemake
-triggers because the code changed must not resume the old code's, least of all a finished one.
+A checkpoint records the code that computes its run (``code_fingerprint``): the trainer and
+model (``TRAINER``) and the slice's own task and data code (``TRAINING_CODE`` in
+``sparselen/<slice>/__init__.py``). A rerun after an edit of that code must not resume the old
+code's checkpoint, least of all a finished one; an edit anywhere else (the report, the
+estimate, another slice, an evaluation) keeps every in-flight training's checkpoint.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import logging
 from pathlib import Path
 
@@ -26,16 +30,33 @@ CHECKPOINT = "checkpoint.pt"
 FINISHED = ("model.pt", "train_summary.json")  # a run's outputs that say its training is done
 
 
+# What every training runs: the trainer, the models, position ids, batches, seeds, the device
+# path and data parallelism (paths relative to the package).
+TRAINER = ("train.py", "model.py", "olmo.py", "architectures.py", "positions.py", "batch.py", "rng.py",
+           "device.py", "distributed.py")
+
+
 @functools.cache
-def code_fingerprint() -> str:
-    """Hash of the package's Python sources."""
-    return source_fingerprint(*(f.relative_to(PACKAGE) for f in PACKAGE.rglob("*.py")))
+def code_fingerprint(*modules: str) -> str:
+    """Hash of the trainer's sources and ``modules`` (a slice's ``TRAINING_CODE``; a folder
+    stands for every ``.py`` file under it)."""
+    return source_fingerprint(*TRAINER, *modules)
+
+
+def training_code(slice_: str) -> tuple[str, ...]:
+    """The modules of ``sparselen.<slice_>`` that build its trainings' batches and models."""
+    return tuple(importlib.import_module(f"sparselen.{slice_}").TRAINING_CODE)
 
 
 def source_fingerprint(*modules) -> str:
-    """Hash of the package's source files ``modules`` (paths relative to the package)."""
+    """Hash of the package's source files ``modules`` (paths relative to the package; a folder
+    stands for every ``.py`` file under it)."""
+    files = set()
+    for m in map(str, modules):
+        path = PACKAGE / m
+        files |= {str(f.relative_to(PACKAGE)) for f in path.rglob("*.py")} if path.is_dir() else {m}
     h = hashlib.sha256()
-    for f in sorted(map(str, modules)):
+    for f in sorted(files):
         h.update(f.encode() + b"\0" + (PACKAGE / f).read_bytes() + b"\0")
     return h.hexdigest()[:16]
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparselen.jobs import Runtime, named, runtime
+from sparselen.resumable import training_code
 
 PATH_PARAMS = ("checkpoint",)  # params that name files, not settings
 
@@ -58,10 +59,12 @@ class Run:
     wildcards: dict  # the run's labels (part of the identity), written to its summary
     files: RunFiles
     runtime: Runtime
+    code: tuple[str, ...] = ()  # its slice's training modules (sparselen.resumable.training_code)
 
     @classmethod
     def of(cls, job) -> "Run":
-        return cls(identity(job), typed_wildcards(job), RunFiles.of(job), runtime(job))
+        slice_ = job.rule.partition("_")[0]
+        return cls(identity(job), typed_wildcards(job), RunFiles.of(job), runtime(job), training_code(slice_))
 
     @property
     def seed(self) -> int:

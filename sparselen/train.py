@@ -133,7 +133,7 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     """
     files, identity = run.files, run.identity
     device = parallel.device if parallel is not None else run.runtime.device
-    chash, code = config_hash(identity), code_fingerprint()
+    chash, code = config_hash(identity), code_fingerprint(*run.code)
     arch = json.loads(json.dumps(model_cfg.to_dict()))  # as the checkpoint's JSON header holds it
     checkpoint = files.checkpoint
     torch.manual_seed(cfg.seed)

@@ -92,15 +92,62 @@ def test_kill_during_the_evaluation_after_training(tmp_path, monkeypatch, caplog
     assert same(first, weights(outs[0])) and all(p.exists() for p in outs)
 
 
-def test_checkpoint_of_other_code_is_ignored(tmp_path, monkeypatch, caplog):
-    """A rerun triggered by a code change must not resume the old code's checkpoint."""
-    from sparselen import resumable, train
+def edited_package(tmp_path, monkeypatch):
+    """A copy of the package that the fingerprints read, and a function that edits one of its
+    files (a comment appended: any byte counts)."""
+    import shutil
 
-    outs, job = parity(tmp_path)
+    from sparselen import resumable
+
+    copy = tmp_path / "package"
+    shutil.copytree(resumable.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(resumable, "PACKAGE", copy)
+    resumable.code_fingerprint.cache_clear()
+
+    def edit(module: str):
+        with open(copy / module, "a") as f:
+            f.write("\n# edited\n")
+        resumable.code_fingerprint.cache_clear()
+
+    return edit
+
+
+@pytest.mark.parametrize("module, keeps", [
+    ("report/render.py", True), ("estimate/tables.py", True), ("ppc/tasks/copy_repeat.py", True),
+    ("parity/evaluate.py", True), ("parity/task.py", False), ("model.py", False), ("train.py", False)])
+def test_an_edit_discards_checkpoints_only_of_the_code_that_computes_the_run(module, keeps, tmp_path, monkeypatch,
+                                                                               caplog):
+    """A parity training killed half way, an edit, the rerun: an edit of the report, the
+    estimate, another slice or the evaluation resumes the checkpoint; an edit of the slice's
+    task, the model or the trainer starts again from step 0 (its checkpoint would be the old
+    code's)."""
+    from sparselen import resumable
+
+    edit = edited_package(tmp_path, monkeypatch)
+    work = tmp_path / "run"
+    work.mkdir()
+    outs, job = parity(work)
     job()
-    monkeypatch.setattr(train, "code_fingerprint", lambda: "other-code")
+    for p in outs:  # as after a kill at the last step: outputs gone, checkpoint kept
+        p.unlink()
+    before = load_state(work / "checkpoint.pt")["code"]
+    edit(module)
     caplog.set_level(logging.INFO)
     job()
-    assert "ignoring checkpoint" in caplog.text and "resumed from" not in caplog.text
-    assert load_state(tmp_path / "checkpoint.pt")["code"] == "other-code"
-    assert resumable.code_fingerprint() != "other-code"
+    after = load_state(work / "checkpoint.pt")["code"]
+    assert ("resumed from" in caplog.text) == keeps and ("ignoring checkpoint" in caplog.text) == (not keeps)
+    assert (before == after) == keeps
+    assert after == resumable.code_fingerprint(*resumable.training_code("parity"))
+
+
+def test_each_slice_fingerprints_its_own_training_code(tmp_path, monkeypatch):
+    from sparselen import resumable
+    from sparselen.config import SLICES
+
+    edit = edited_package(tmp_path, monkeypatch)
+    prints = lambda: {s: resumable.code_fingerprint(*resumable.training_code(s)) for s in SLICES}  # noqa: E731
+    before = prints()
+    assert len(set(before.values())) == len(SLICES)
+    edit("ppc/tasks/addition.py")  # a folder in the ppc slice's list stands for its files
+    after = prints()
+    assert [s for s in SLICES if before[s] != after[s]] == ["ppc"]
