@@ -1,13 +1,17 @@
 """The paper configuration executed, not only planned: ``configs/paper.yaml`` with the overlay
-``tests/paper/overlay.yaml`` (a few steps and samples per job, one seed, the CPU) keeps the
-paper's model sizes, grids, schemes and code paths, so a shape, memory or dtype error of a
-12-layer, width-768, context-2048 model shows here and not on a cluster.
+``tests/paper/overlay.yaml`` (a few steps and samples per job, one seed) keeps the paper's
+model sizes, grids, schemes and code paths, so a shape or device error of a 12-layer,
+width-768, context-2048 model shows here and not on a cluster. Every job runs on a simulated
+GPU (``sparselen/simulated_cuda.py``, asked for by ``SPARSELEN_SIMULATE_CUDA``): the paper's
+``device: auto`` and ``gpus_per_job: 1`` take the CUDA path, and a tensor left on the wrong
+device fails its job as it would on a GPU.
 
 The run covers every job of the paper DAG but the language slice's greedy analysis (and what
 reads it), whose one greedy step at the paper's contexts scores 1,536 contexts of about 513
-tokens through the 12-layer model (~1e14 FLOPs, most of an hour on a CPU core), and it
-evaluates loss by position (8,192-token windows, about 100 CPU-s each) on the reference model
-only.
+tokens through the 12-layer model (~1e14 FLOPs, most of an hour on a CPU core); the analysis
+and transfer run on the simulated GPU at the smoke config's sizes
+(``tests/test_simulated_cuda.py``). It evaluates loss by position (8,192-token windows, about
+100 CPU-s each) on the reference model only.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, snakemake
+from sparselen import simulated_cuda
 from sparselen.config import load
 from sparselen.modelfile import read_metadata
 
@@ -83,7 +88,8 @@ def test_the_paper_config_runs_on_cpu(tmp_path):
     reference = f"results/language/ctx{lang['contexts']['long']}/{lang['schemes']['long'][0]}/seed0"
     targets = ["fig_parity", "fig_ppc", "fig_theory", *(f"{r}/model.pt" for r in runs),
                f"{reference}/loss_by_position.csv"]
-    out = snakemake(tmp_path, *targets, "--cores", "2", configfile=[PAPER, OVERLAY], timeout=3000)
+    out = snakemake(tmp_path, *targets, "--cores", "2", configfile=[PAPER, OVERLAY], timeout=3000,
+                    env={simulated_cuda.ENV: "1"})
     print(out.stderr[-2000:])
 
     for slice_, pattern in (("parity", "results/parity/K*/seed0/model.pt"), ("ppc", "results/ppc/*/*/seed0/model.pt"),
@@ -101,4 +107,8 @@ def test_the_paper_config_runs_on_cpu(tmp_path):
     for figure in ("parity", "ppc", "theory"):
         assert (tmp_path / "results" / "figures" / f"{figure}.png").stat().st_size > 0
     for r in runs:
-        assert yaml.safe_load((tmp_path / r / "train_summary.json").read_text())["steps"] == lang["train"]["steps"]
+        summary = yaml.safe_load((tmp_path / r / "train_summary.json").read_text())
+        assert summary["steps"] == lang["train"]["steps"]
+    trained = [yaml.safe_load(p.read_text()) for p in tmp_path.glob("results/**/train_summary.json")]
+    on_gpu = {s["device"] for s in trained if s.get("model") != "sfa"}  # the idealized model runs on the CPU
+    assert on_gpu == {"cuda"}, f"trainings ran on {on_gpu}, not only on the (simulated) GPU"
