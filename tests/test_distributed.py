@@ -1,8 +1,8 @@
 """Data-parallel training (torchrun, gloo on CPU): the ``language_train`` step with
 ``language.parallel.processes: 2`` (it starts torchrun itself) ends with the weights of one
 process on the combined batch (float tolerance; the DDP run in micro-steps of its rows), and a
-killed 2-process job resumes to the weights of an uninterrupted one. The default run launches torchrun twice (DDP, FSDP2); the
-kill/resume checks (three more launches) are marked slow."""
+killed 2-process job resumes to the weights of an uninterrupted one. The default run launches
+torchrun twice (DDP, FSDP2); the kill/resume checks (three more launches) are marked slow."""
 
 import json
 import os
