@@ -1,4 +1,5 @@
-"""One trainer for every experiment: AdamW, linear warm-up/decay, PoSE, checkpoints, resume.
+"""One trainer for every experiment: AdamW, linear warm-up/decay, PoSE, micro-steps,
+checkpoints, resume.
 
 Tasks hand in ``batch_fn(step) -> Batch``, a pure function of the step, and the model is
 initialised from the seed; with the optimizer and schedule state in the checkpoint, a run

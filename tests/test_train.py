@@ -220,3 +220,25 @@ def test_the_default_and_a_whole_batch_micro_batch_take_the_one_pass_path(tmp_pa
     with pytest.raises(ValueError, match="8 rows does not split into micro-batches of 3 rows"):
         monkeypatch.undo()
         micro_train(tmp_path / "bad", "olmo", 3, steps=1)
+
+
+def test_a_micro_batch_that_does_not_divide_the_rows_is_named_before_any_job():
+    """Each slice's micro-batch against its rows per step (language: tokens, per context and
+    process); 0 and the whole batch are one pass."""
+    from sparselen.config import load, semantic_errors
+
+    cfg = load([ROOT / "configs/paper.yaml"])
+    assert semantic_errors(cfg) == []
+    cfg["parity"]["micro_batch"], cfg["ppc"]["micro_batch"], cfg["theory"]["micro_batch"] = 64, 0, 48
+    cfg["language"]["micro_batch_tokens"], cfg["language"]["parallel"] = 3 * 2048, {"processes": 2}
+    assert sorted(semantic_errors(cfg)) == sorted([
+        "theory.micro_batch = 48: must divide theory.gpt.train.batch_size = 128 (rows per step), or be 0 for one pass",
+        "language.micro_batch_tokens = 6144: its 12 rows of the short context (512 tokens) must divide the 256 rows "
+        "per step and process (language.train.batch_tokens // 512 over 2 process(es))",
+        "language.micro_batch_tokens = 6144: its 3 rows of the long context (2048 tokens) must divide the 64 rows "
+        "per step and process (language.train.batch_tokens // 2048 over 2 process(es))",
+    ])
+    cfg["parity"]["micro_batch"], cfg["language"]["micro_batch_tokens"] = 5, 1024
+    errors = "\n".join(semantic_errors(cfg))
+    assert "parity.micro_batch = 5: must divide parity.train.batch_size = 64" in errors
+    assert "language.micro_batch_tokens = 1024: below one long-context row (2048 tokens)" in errors
