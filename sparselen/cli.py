@@ -8,7 +8,9 @@ import logging
 import sys
 
 
-def estimate(args) -> None:
+def estimate(args) -> int:
+    """Exit status 1 when a job cannot succeed as configured (over its device's memory, or no
+    attempt finishes it): the tables are printed first, the errors last, on stderr."""
     from sparselen import io
     from sparselen.config import load
     from sparselen.estimate import profiles, tables
@@ -24,7 +26,8 @@ def estimate(args) -> None:
         io.write_text(args.calibrate, prof.to_json() + "\n")
         print(f"wrote {args.calibrate}: {prof.name}, {prof.peak_flops / 1e9:.1f} GFLOP/s, d0 {prof.width_half:g}")
         args.cpu_profile = args.calibrate
-    gpu, cpu = profiles.resolve(args.gpu, args.utilization, args.cpu_profile, compile=bool(cfg.get("compile")))
+    gpu, cpu = profiles.resolve(args.gpu, args.utilization, args.cpu_profile, compile=bool(cfg.get("compile")),
+                                cpu_memory_gb=args.cpu_memory)
     if gpu is not None and not cfg.get("gpus_per_job"):
         print("note: gpus_per_job is 0 in this config: every job runs on the CPU profile")
     out = tables.report(cfg, jobs, gpu, cpu, args.retries,
@@ -38,6 +41,7 @@ def estimate(args) -> None:
         print(by_slice.to_markdown(index=False, floatfmt=".3g"))
         print()
         print(by_rule.to_markdown(index=False, floatfmt=".3g"))
+    return 1 if out["errors"] else 0
 
 
 def export_hf(args) -> None:
@@ -57,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sparselen", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("estimate", help="a config's compute per slice and job from FLOP counts and a device profile")
+    s = sub.add_parser("estimate", help="a config's compute and peak memory per slice and job from FLOP counts, "
+                       "shapes and a device profile; exits 1 when a job cannot succeed as configured")
     s.add_argument("--configfile", nargs="+", default=[],
                    help="config files as given to snakemake --configfile (default config.yaml)")
     s.add_argument("--gpu", default=None, help="model jobs on this GPU (h100, h200, a100, l40s, a10, l4, ...) or "
@@ -65,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--utilization", type=float, default=0.4, help="assumed fraction of the GPU's bf16 peak")
     s.add_argument("--cpu-profile", default=None, help="CPU profile JSON (benchmarks/calibrate.py); default: the "
                    "built-in profile of the development machine")
+    s.add_argument("--cpu-memory", type=float, default=None, metavar="GIB",
+                   help="memory of the CPU jobs' machine in GiB (default: the CPU profile's, else this machine's)")
     s.add_argument("--retries", type=int, default=2, help="the SLURM profile's retries")
     s.add_argument("--dp-efficiency", type=float, default=None,
                    help="assumed data-parallel efficiency of a language model trained on several devices "
@@ -95,12 +102,12 @@ def main(argv=None) -> int:
     from snakemake_interface_common.exceptions import WorkflowError
 
     try:
-        args.func(args)
+        status = args.func(args)
     except WorkflowError as e:  # an invalid config: the schema's message, not a traceback
         files = " ".join(getattr(args, "configfile", None) or []) or "config.yaml"
         print(f"sparselen {args.command} ({files}): {e}", file=sys.stderr)
         return 2
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":

@@ -17,6 +17,9 @@ gloo on CPU) and gives the trainer what it needs to keep its guarantees:
   world size; DDP/FSDP average gradients over ranks, so the update is that of one process on
   the whole batch (up to float summation order), even when ranks hold different numbers of
   labelled tokens;
+- **micro-steps** (``language.micro_batch_tokens``): each rank runs its rows in micro-steps
+  (``sparselen.train.backward``), all but the last under ``no_sync``, so gradients are
+  reduced once per step;
 - **checkpoints**: full (unsharded) state dicts with the single-process names; only rank 0
   writes; every rank reads the same file on resume (a shared file system, as Snakemake
   needs anyway). DDP checkpoints have the single-process format (either resumes the
@@ -30,6 +33,7 @@ fp32 training state (16 bytes/parameter) would take over half of a GPU's memory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -128,22 +132,27 @@ class DataParallel:
             raise ValueError(f"a global batch of {n} rows does not split over {self.world_size} processes; "
                              "make the batch size a multiple of the number of processes")
         k = n // self.world_size
-        sl = slice(self.rank * k, (self.rank + 1) * k)
-        return Batch(**{name: None if t is None else t[sl] for name, t in vars(batch).items()})
+        return row_slice(batch, slice(self.rank * k, (self.rank + 1) * k))
 
     def loss_fn(self, model, batch: Batch, n_labels: int, n_position_labels: int, position_loss_weight: float):
         """This rank's loss, scaled so the ranks' averaged gradient is the global batch mean's.
         Parts: this rank's share of the global mean (they sum to it over ranks)."""
-        logits, pos_logits = model(batch.input_ids, batch.position_ids)
-        tok = F.cross_entropy(logits.flatten(0, 1).float(), batch.labels.flatten(), ignore_index=IGNORE,
-                              reduction="sum") / max(n_labels, 1)
-        parts, loss = {"token_loss": tok.detach()}, tok
-        if pos_logits is not None and batch.position_labels is not None:
-            pos = F.cross_entropy(pos_logits.flatten(0, 1).float(), batch.position_labels.flatten(),
-                                  ignore_index=IGNORE, reduction="sum") / max(n_position_labels, 1)
-            parts["position_loss"] = pos.detach()
-            loss = loss + position_loss_weight * pos
+        loss, parts = loss_share(model, batch, n_labels, n_position_labels, position_loss_weight)
         return loss * self.world_size, parts
+
+    @contextlib.contextmanager
+    def no_sync(self, module: nn.Module):
+        """Backward passes inside keep their gradients local (a micro-step before the step's
+        last): the last one's reduction then carries them all, once."""
+        if self.strategy == "fsdp":
+            module.set_requires_gradient_sync(False)
+            try:
+                yield
+            finally:
+                module.set_requires_gradient_sync(True)
+        else:
+            with module.no_sync():
+                yield
 
     def global_sum(self, values: dict) -> dict:
         """Sum scalars over ranks (one all-reduce): the parts of ``loss_fn`` become global means."""
@@ -241,6 +250,27 @@ def node_main(spec: str, master: str, port: str, processes: str) -> None:
             f"--node-rank={os.environ['SLURM_NODEID']}", f"--nproc-per-node={processes}",
             f"--master-addr={master}", f"--master-port={port}", "-m", "sparselen.distributed", spec]
     os.execv(sys.executable, argv)
+
+
+def row_slice(batch: Batch, rows: slice) -> Batch:
+    return Batch(**{name: None if t is None else t[rows] for name, t in vars(batch).items()})
+
+
+def loss_share(model, batch: Batch, n_labels: int, n_position_labels: int, position_loss_weight: float):
+    """``batch``'s share of the mean loss of a larger batch it is part of, whose labelled tokens
+    and position ids number ``n_labels`` and ``n_position_labels``: its summed losses over those
+    counts, so the shares of the parts (ranks, micro-steps) add up to the mean and their
+    gradients to its gradient. Parts: the shares of the token and position losses."""
+    logits, pos_logits = model(batch.input_ids, batch.position_ids)
+    tok = F.cross_entropy(logits.flatten(0, 1).float(), batch.labels.flatten(), ignore_index=IGNORE,
+                          reduction="sum") / max(n_labels, 1)
+    parts, loss = {"token_loss": tok.detach()}, tok
+    if pos_logits is not None and batch.position_labels is not None:
+        pos = F.cross_entropy(pos_logits.flatten(0, 1).float(), batch.position_labels.flatten(),
+                              ignore_index=IGNORE, reduction="sum") / max(n_position_labels, 1)
+        parts["position_loss"] = pos.detach()
+        loss = loss + position_loss_weight * pos
+    return loss, parts
 
 
 def label_counts(batch: Batch) -> tuple[int, int]:

@@ -1,4 +1,5 @@
-"""One trainer for every experiment: AdamW, linear warm-up/decay, PoSE, checkpoints, resume.
+"""One trainer for every experiment: AdamW, linear warm-up/decay, PoSE, micro-steps,
+checkpoints, resume.
 
 Tasks hand in ``batch_fn(step) -> Batch``, a pure function of the step, and the model is
 initialised from the seed; with the optimizer and schedule state in the checkpoint, a run
@@ -9,6 +10,7 @@ killed at any point and started again ends with exactly the weights of an uninte
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
@@ -24,7 +26,7 @@ from sparselen import io, modelfile
 from sparselen.architectures import build_model
 from sparselen.batch import IGNORE, Batch
 from sparselen.device import autocast
-from sparselen.distributed import DataParallel, label_counts
+from sparselen.distributed import DataParallel, label_counts, loss_share, row_slice
 from sparselen.model import GPTNeoX, ModelConfig
 from sparselen.positions import pose_position_ids
 from sparselen.provenance import config_hash, provenance
@@ -57,6 +59,7 @@ class TrainConfig:
     pose_chunks: int = 2
     pose_target_length: int = 0
     position_loss_weight: float = 1.0
+    micro_batch: int = 0  # rows per forward/backward pass of one process; 0 (or >= its rows): one pass
 
     @classmethod
     def from_section(cls, train: dict, seed: int, pose: dict | None = None, **overrides) -> "TrainConfig":
@@ -112,6 +115,57 @@ def apply_position_scheme(batch: Batch, model_cfg: ModelConfig, cfg: TrainConfig
         batch.position_ids = pose_position_ids(base, cfg.pose_chunks, cfg.pose_target_length,
                                                generator("pose", cfg.seed, step))
     return batch
+
+
+def backward(fwd, wrapped, batch: Batch, cfg: TrainConfig, device: torch.device,
+             parallel: DataParallel | None = None) -> tuple[torch.Tensor, dict]:
+    """Forward and backward passes of one step's ``batch`` (this process's rows of it under
+    ``parallel``), leaving the step's gradients in the parameters; returns its (loss, parts).
+
+    One pass when ``cfg.micro_batch`` is 0 or covers the rows. Otherwise micro-steps of
+    ``micro_batch`` rows, so a step of any size fits the device: each micro-step's losses are
+    summed over its labelled tokens and divided by the whole step's label counts, so the
+    micro-steps' gradients add up to the one-pass step's and its loss is the sum of their
+    parts (up to float summation order). ``wrapped``: the DDP/FSDP module, whose gradients stay
+    local until the last micro-step."""
+    own = batch if parallel is None else parallel.rows(batch)
+    if not cfg.micro_batch or cfg.micro_batch >= own.input_ids.shape[0]:
+        with autocast(device):
+            if parallel is None:
+                loss, parts = loss_fn(fwd, own.to(device), cfg.position_loss_weight)
+            else:  # loss normalised by the global label counts
+                loss, parts = parallel.loss_fn(fwd, own.to(device), *label_counts(batch), cfg.position_loss_weight)
+        loss.backward()
+        return loss.detach(), parts
+    counts, share = label_counts(batch), loss_share if parallel is None else parallel.loss_fn
+    pieces = micro_batches(own, cfg.micro_batch)
+    total, sums = 0.0, {}
+    for i, piece in enumerate(pieces):
+        last = i == len(pieces) - 1
+        with contextlib.nullcontext() if parallel is None or last else parallel.no_sync(wrapped):
+            with autocast(device):
+                loss, parts = share(fwd, piece.to(device), *counts, cfg.position_loss_weight)
+            loss.backward()
+        total = total + loss.detach()
+        sums = {k: sums.get(k, 0.0) + v for k, v in parts.items()}
+    return total, sums
+
+
+def micro_batch_errors(key: str, micro: int, rows: int, rows_key: str) -> list[str]:
+    """The config check of a micro-batch of ``micro`` rows (at ``key``) against the ``rows``
+    per step (at ``rows_key``): 0 or at least ``rows`` is one pass, anything else must divide them."""
+    if 0 < micro < rows and rows % micro:
+        return [f"{key} = {micro}: must divide {rows_key} = {rows} (rows per step), or be 0 for one pass"]
+    return []
+
+
+def micro_batches(batch: Batch, rows: int) -> list[Batch]:
+    """``batch`` in consecutive pieces of ``rows`` rows."""
+    n = batch.input_ids.shape[0]
+    if n % rows:
+        raise ValueError(f"a batch of {n} rows does not split into micro-batches of {rows} rows; "
+                         "make the micro-batch a divisor of the rows per step (and process)")
+    return [row_slice(batch, slice(i, i + rows)) for i in range(0, n, rows)]
 
 
 def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Batch], run: Run,
@@ -180,17 +234,8 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
                disable=not main)
     while step < cfg.steps:
         batch = apply_position_scheme(batch_fn(step), model_cfg, cfg, step)
-        if parallel is None:
-            batch = batch.to(device)
-            with autocast(device):
-                loss, parts = loss_fn(fwd, batch, cfg.position_loss_weight)
-        else:  # this rank's rows of the global batch, loss normalised by the global label counts
-            counts = label_counts(batch)
-            with autocast(device):
-                loss, parts = parallel.loss_fn(fwd, parallel.rows(batch).to(device), *counts,
-                                               cfg.position_loss_weight)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
+        opt.zero_grad(set_to_none=True)  # before the forward pass: activations never sit beside old gradients
+        loss, parts = backward(fwd, wrapped, batch, cfg, device, parallel)
         if cfg.optim.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
         lr = sched.get_last_lr()[0]

@@ -1,8 +1,8 @@
 """Data-parallel training (torchrun, gloo on CPU): the ``language_train`` step with
 ``language.parallel.processes: 2`` (it starts torchrun itself) ends with the weights of one
-process on the combined batch (float tolerance), and a killed 2-process job resumes to the
-weights of an uninterrupted one. The default run launches torchrun twice (DDP, FSDP2); the
-kill/resume checks (three more launches) are marked slow."""
+process on the combined batch (float tolerance; the DDP run in micro-steps of its rows), and a
+killed 2-process job resumes to the weights of an uninterrupted one. The default run launches
+torchrun twice (DDP, FSDP2); the kill/resume checks (three more launches) are marked slow."""
 
 import json
 import os
@@ -25,6 +25,7 @@ MODEL = {"architecture": "olmo", "variant": "olmo1", "n_layer": 2, "n_head": 2, 
 TRAIN = {"steps": STEPS, "batch_tokens": 8 * 32, "checkpoint_every": 10, "log_every": 10,
          "optimizer": {"lr": 3e-3, "warmup_steps": 10}}
 TOLERANCE = 1e-5  # max |weight difference| between 1 and 2 processes (float summation order only)
+DDP_MICRO = 2 * 32  # the DDP runs' micro-batches: 2 rows, so each rank's 4 rows take 2 micro-steps
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +40,9 @@ def tokens(tmp_path_factory):
     return path
 
 
-def job_spec(out, tokens, processes=1, strategy="auto") -> dict:
-    """The language_train job of one model (context 32, pose, seed 0) writing under ``out``."""
+def job_spec(out, tokens, processes=1, strategy="auto", micro_tokens=0) -> dict:
+    """The language_train job of one model (context 32, pose, seed 0) writing under ``out``;
+    ``micro_tokens``: language.micro_batch_tokens."""
     return {"rule": "language_train", "input": {"tokens": str(tokens)},
             "wildcards": {"context": 32, "run": "pose", "seed": 0},
             "output": {"model": str(out / "model.pt"), "log_csv": str(out / "log.csv"),
@@ -48,12 +50,14 @@ def job_spec(out, tokens, processes=1, strategy="auto") -> dict:
             "params": {"model": MODEL, "scheme": "pose", "pose": {"chunks": 2, "target_length": 256}, "train": TRAIN,
                        "checkpoint": str(out / "ckpt.pt")},
             "config": {"device": "cpu", "compile": False, "threads": 1,
-                       "language": {"parallel": {"processes": processes, "strategy": strategy}}}}
+                       "language": {"parallel": {"processes": processes, "strategy": strategy},
+                                    "micro_batch_tokens": micro_tokens}}}
 
 
 def job_cmd(out, tokens, strategy="ddp"):
-    """The 2-process job in a process of its own, as Snakemake's ``script:`` runs it."""
-    return [PYTHON, str(ROOT / "tests/run_job.py"), json.dumps(job_spec(out, tokens, 2, strategy))]
+    """The 2-process DDP job (in micro-steps, as the ``ddp`` fixture) in a process of its own, as
+    Snakemake's ``script:`` runs it."""
+    return [PYTHON, str(ROOT / "tests/run_job.py"), json.dumps(job_spec(out, tokens, 2, strategy, DDP_MICRO))]
 
 
 def launch(cmd):
@@ -63,8 +67,8 @@ def launch(cmd):
     return out, time.time() - t0
 
 
-def in_process(out, tokens, processes=1, strategy="auto"):
-    spec = job_spec(out, tokens, processes, strategy)
+def in_process(out, tokens, processes=1, strategy="auto", micro_tokens=0):
+    spec = job_spec(out, tokens, processes, strategy, micro_tokens)
     t0 = time.time()
     run(Job.of(spec.pop("rule"), **spec))
     return time.time() - t0
@@ -89,7 +93,7 @@ def single(tmp_path_factory, tokens):
 @pytest.fixture(scope="module")
 def ddp(tmp_path_factory, tokens):
     out = tmp_path_factory.mktemp("ddp")
-    print(f"\n2 processes (DDP): {in_process(out, tokens, 2, 'ddp'):.1f} s wall")
+    print(f"\n2 processes (DDP, micro-steps): {in_process(out, tokens, 2, 'ddp', DDP_MICRO):.1f} s wall")
     return out
 
 
@@ -186,6 +190,45 @@ def test_rows_and_loss_scaling_reproduce_the_global_mean():
     torch.testing.assert_close((grads[0] + grads[1]) / 2, g_full, atol=1e-7, rtol=1e-5)
     with pytest.raises(ValueError, match="multiple of the number of processes"):
         DataParallel(rank=0, world_size=3, local_rank=0, device=torch.device("cpu")).rows(batch)
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp"])
+def test_micro_steps_reduce_gradients_once_per_step(tmp_path, monkeypatch, strategy):
+    """In a process group of one (gloo, in this process), DDP and FSDP2 training in micro-steps
+    reduces only in each step's last micro-step (``DataParallel.no_sync`` around the others)
+    and ends at the weights of the one-pass step."""
+    import torch.distributed as dist
+
+    from sparselen.architectures import model_config
+    from sparselen.jobs import Runtime
+    from sparselen.run import Run, RunFiles
+    from sparselen.train import OptimConfig, TrainConfig, train
+
+    mc = model_config(MODEL, 64, scheme="rope")
+    stream = torch.randint(1, 64, (8, 17), generator=torch.Generator().manual_seed(0))
+
+    def batches(step):
+        x = stream.roll(step, 0)
+        return Batch(x[:, :-1], torch.where(torch.arange(16) % (step + 2) == 0, IGNORE, x[:, 1:]))
+
+    local = []
+    no_sync = DataParallel.no_sync
+    monkeypatch.setattr(DataParallel, "no_sync", lambda self, module: local.append(1) or no_sync(self, module))
+    weights = {}
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'group'}", rank=0, world_size=1)
+    try:
+        for micro in (0, 2):
+            out = tmp_path / str(micro)
+            files = RunFiles(out / "model.pt", out / "log.csv", out / "summary.json", out / "ckpt.pt")
+            cfg = TrainConfig(steps=3, batch_size=8, micro_batch=micro, optim=OptimConfig(lr=3e-3, warmup_steps=1))
+            parallel = DataParallel(rank=0, world_size=1, local_rank=0, device=torch.device("cpu"), strategy=strategy)
+            train(mc, cfg, batches, Run({"micro": micro}, {}, files, Runtime(torch.device("cpu"), False, 1)), parallel)
+            weights[micro] = modelfile.load_state(files.model)["model"]
+    finally:
+        dist.destroy_process_group()
+    assert len(local) == 3 * (8 // 2 - 1)  # per step, every micro-step but the last
+    diff = max(float((weights[0][k] - weights[2][k]).abs().max()) for k in weights[0])
+    assert 0 < diff < TOLERANCE, diff
 
 
 def test_no_torchrun_means_single_process(monkeypatch):

@@ -4,6 +4,7 @@ command."""
 
 import contextlib
 import math
+import re
 from collections import Counter
 from dataclasses import replace
 
@@ -12,7 +13,7 @@ import torch
 
 from conftest import ROOT, SMOKE
 from sparselen.config import load
-from sparselen.estimate import calibrate, dag, flops, plan, profiles, tables
+from sparselen.estimate import calibrate, dag, flops, memory, plan, profiles, tables
 from sparselen.model import GPTNeoX, ModelConfig
 
 PAPER = (ROOT / "configs/paper.yaml",)
@@ -147,6 +148,12 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     assert 30 < gpu_h < 1000, gpu_h  # tens of GPU-hours, not 228,000
     out = capsys.readouterr().out
     assert "language_train" in out and "WARNING" in out and "exceed their SLURM time limit" in out
+    # every GPU job's predicted peak memory is shown and fits an 80 GB H100 with room to spare
+    assert "max_mem_gib" in out and "72.0 GiB usable (90% of 80.0 GiB)" in out
+    on_gpu = jobs[jobs["device"] == "gpu"]
+    assert on_gpu["memory_gib"].notna().all() and on_gpu["memory_gib"].max() < 0.6 * gpu.usable_bytes / memory.GiB
+    assert set(on_gpu.loc[on_gpu["rule"] == "language_train", "memory_key"]) == {"language.micro_batch_tokens"}
+    assert t["errors"] == []
     # 50,000 steps of 262,144 tokens through a 12-layer width-768 model: ~1e19 FLOPs per model
     lt = jobs[jobs["rule"] == "language_train"]
     assert lt["flops"].iloc[0] == pytest.approx(6 * 85e6 * 50000 * 262144 * 1.2, rel=0.3)
@@ -157,8 +164,9 @@ def test_a_language_model_on_several_gpus(capsys, paper_dag, paper_jobs):
     """language.parallel: 8 GPUs (4 per node x 2 nodes) cut a training's wall time by 8 x the
     assumed efficiency, cost about the same GPU-hours, and change no other job."""
     gpu, cpu = profiles.resolve("h100", 0.4, None)
-    one = tables.estimate(load(PAPER), paper_jobs, gpu, cpu)
     cfg = load(PAPER)
+    cfg["language"]["micro_batch_tokens"] = 0  # one pass per step on every device: the same overheads
+    one = tables.estimate(cfg, plan.plan(cfg, paper_dag), gpu, cpu)
     cfg["language"]["parallel"] = {"processes": 4, "nodes": 2, "strategy": "auto"}
     jobs = plan.plan(cfg, paper_dag)
     eight = tables.estimate(cfg, jobs, gpu, cpu, dp_efficiency=0.8)
@@ -212,3 +220,94 @@ def test_an_invalid_config_is_named_without_a_traceback(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"sparselen estimate ({PAPER[0]} {bad}): Error validating config file" in err
     assert "windows" in err and "Traceback" not in err
+
+
+def test_the_one_pass_language_batch_is_refused_on_an_h100(tmp_path, monkeypatch, capsys, paper_dag):
+    """paper.yaml's micro-batches pass (exit 0); an overlay putting a step's 262,144 tokens
+    through one pass exits 1 after the tables, naming the jobs, the predicted and usable memory
+    and the key that fixes it."""
+    from sparselen.cli import main
+
+    monkeypatch.setattr(dag, "workflow_jobs", lambda files: paper_dag)  # micro-batches are no rule params
+    assert main(["estimate", "--configfile", *map(str, PAPER), "--gpu", "h100"]) == 0
+    assert "ERROR" not in capsys.readouterr().err
+    one_pass = tmp_path / "one-pass.yaml"
+    one_pass.write_text("language:\n  micro_batch_tokens: 262144\n")
+    assert main(["estimate", "--configfile", *map(str, PAPER), str(one_pass), "--gpu", "h100"]) == 1
+    captured = capsys.readouterr()
+    assert "Per job type" in captured.out
+    errors = [line for line in captured.err.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 2, errors  # one per context: 128 x 2048 and 512 x 512 tokens
+    assert re.fullmatch(r"ERROR: language_train context=2048 run=rope seed=0 and 2 more: predicted peak "
+                        r"1\d\d\.\d GiB \(training step of 128 x 2048 tokens per pass\) > 72\.0 GiB usable on the "
+                        r"GPU: lower language\.micro_batch_tokens \(now 262144; docs/gpu\.md\)", errors[0]), errors[0]
+
+
+def test_a_job_that_no_attempt_finishes_is_an_error(paper_jobs):
+    """An SFA run keeps no checkpoint: at a 10-minute limit its 3 attempts (10, 20, 30 min)
+    each start over, so it never finishes; paper.yaml's runtimes pass on an H100."""
+    cfg, (gpu, cpu) = load(PAPER), profiles.resolve("h100", 0.4, None)
+    quiet = {"out": lambda *a: None, "err": lambda *a: None}
+    assert tables.report(cfg, paper_jobs, gpu, cpu, **quiet)["errors"] == []
+    cfg["resources"]["sfa_runtime"] = 10
+    short = [replace(j, dag=replace(j.dag, runtime_min=10, limit_min=10)) if j.dag.rule == "theory_run_sfa" else j
+             for j in paper_jobs]
+    (error,) = tables.report(cfg, short, gpu, cpu, **quiet)["errors"]
+    assert re.fullmatch(r"cpu_train \(theory_run_sfa x72\): predicted \d+\.\d\d h > limit 0\.17 h, and 3 "
+                        r"attempts \(up to 0\.50 h\) each start over \(it keeps no checkpoint\): it never finishes; "
+                        r"raise resources\.sfa_runtime from 10 to at least \d+ min", error), error
+
+
+def test_parameters_are_counted_without_allocating():
+    from sparselen.architectures import build_model, model_config
+
+    for cfg in (ModelConfig(vocab_size=40, n_layer=2, n_head=2, d_model=32, d_ff=48, scheme="ppc",
+                            max_position_id=30, id_embedding=True),
+                model_config({"architecture": "olmo", "variant": "olmo2", "n_layer": 2, "n_head": 2, "d_model": 32,
+                              "d_ff": 48, "tie_embeddings": True}, 40)):
+        assert memory.parameters(cfg) == build_model(cfg).num_parameters()
+
+
+def test_the_tracker_counts_live_storages():
+    """A view costs nothing; a storage counts until its last tensor dies."""
+    from sparselen.estimate.tracker import PeakTensorMemory
+
+    with PeakTensorMemory() as t:
+        x = torch.ones(1000)
+        y = x[10:]
+        del x
+        assert t.now == 4000
+        z = y * 2
+        assert t.now == 4000 + 990 * 4
+        del y, z
+        w = torch.ones(10)
+    assert t.peak == 4000 + 990 * 4 and t.now == 40 and w.sum() == 10
+
+
+@pytest.mark.parametrize("model", [{"n_layer": 2, "n_head": 4, "d_model": 64, "d_ff": 256, "rotary_pct": 0.25},
+                                   {"architecture": "olmo", "variant": "kempner_c4", "n_layer": 2, "n_head": 4,
+                                    "d_model": 64, "d_ff": 256}])
+def test_the_memory_model_predicts_a_measured_training_step(model):
+    """The trainer's step (its backward and AdamW), in one pass and in micro-steps, peaks
+    within 30% of the prediction on the CPU (measured: live storage bytes)."""
+    from sparselen.architectures import build_model, model_config
+    from sparselen.batch import Batch
+    from sparselen.estimate.tracker import PeakTensorMemory
+    from sparselen.train import OptimConfig, TrainConfig, backward, make_optimizer
+
+    cfg = model_config(model, 1024, scheme="rope")
+    batch = Batch(*torch.randint(0, 1024, (2, 8, 128), generator=torch.Generator().manual_seed(0)))
+    peaks = {}
+    for micro in (0, 2):
+        net = build_model(cfg)
+        opt = make_optimizer(net, OptimConfig())
+        with PeakTensorMemory() as t:
+            t.track(*net.parameters(), *net.buffers())
+            for _ in range(2):
+                opt.zero_grad(set_to_none=True)
+                backward(net, net, batch, TrainConfig(steps=2, batch_size=8, micro_batch=micro), torch.device("cpu"))
+                opt.step()
+        predicted = memory.train_step(cfg, micro or 8, 128, "cpu")
+        assert 0.7 < predicted / t.peak < 1.3, (micro, predicted / t.peak)
+        peaks[micro] = t.peak
+    assert peaks[2] < 0.5 * peaks[0]

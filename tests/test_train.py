@@ -13,7 +13,11 @@ import torch
 from conftest import PYTHON, ROOT, subprocess_env
 from sparselen.jobs import Job, run
 from sparselen.modelfile import load_state, save_state
-from sparselen.train import OptimConfig, lr_lambda
+from sparselen.architectures import model_config
+from sparselen.batch import IGNORE, Batch
+from sparselen.jobs import Runtime
+from sparselen.run import Run, RunFiles
+from sparselen.train import OptimConfig, TrainConfig, lr_lambda, train
 
 PARAMS = {
     "model": {"n_layer": 1, "n_head": 2, "d_model": 32, "d_ff": 64, "rotary_pct": 1.0, "rotary_base": 10000.0,
@@ -98,14 +102,14 @@ def test_checkpoint_of_another_config_is_ignored(tmp_path, caplog):
 
 
 def test_runtime_knobs_keep_the_checkpoint(tmp_path, caplog):
-    """device, compile and threads are not part of a run's identity: a checkpoint written
-    under one setting resumes under another."""
+    """device, compile, threads and micro-batches are not part of a run's identity: a checkpoint
+    written under one setting resumes under another."""
     caplog.set_level(logging.INFO)
     killed = tmp_path / "killed"
     killed.mkdir()
     kill_after_checkpoint(train_cmd(killed), killed / "ckpt.pt")
     at = load_state(killed / "ckpt.pt")["step"]
-    run_job(train_job(killed, compile=True, threads=2))
+    run_job(train_job(killed, compile=True, threads=2, parity={"micro_batch": 4}))
     assert f"resumed from {killed / 'ckpt.pt'} at step {at}" in caplog.text
     assert (killed / "model.pt").exists()
 
@@ -151,3 +155,90 @@ def test_a_name_used_by_a_param_and_a_wildcard_is_refused(tmp_path):
     spec["params"]["seed"] = 1
     with pytest.raises(ValueError, match=r"\['seed'\] name both a param and a wildcard"):
         run_job(spec)
+
+
+MICRO_MODELS = {  # (model section, vocabulary, scheme, position-id head size)
+    "gpt_neox_ppc": ({"n_layer": 2, "n_head": 2, "d_model": 32, "d_ff": 64}, 12, "ppc", 40),
+    "olmo": ({"architecture": "olmo", "variant": "kempner_c4", "n_layer": 2, "n_head": 2, "d_model": 32,
+              "d_ff": 64}, 30, "rope", 0),
+}
+
+
+def micro_train(out, name: str, micro_batch: int, steps: int = 4):
+    """``steps`` steps of 8 rows whose labelled tokens (and PPC position labels) are spread
+    unevenly over the rows, so micro-batches of rows hold different label counts."""
+    model, vocab, scheme, max_id = MICRO_MODELS[name]
+    extra = {"max_position_id": max_id, "id_embedding": True} if scheme == "ppc" else {}
+    mc = model_config(model, vocab, scheme=scheme, **extra)
+
+    def batch_fn(step):
+        g = torch.Generator().manual_seed(step)
+        ids = torch.randint(0, vocab, (8, 13), generator=g)
+        labels = torch.where(torch.rand(8, 13, generator=g) < torch.linspace(0.1, 0.9, 8)[:, None], ids, IGNORE)
+        if scheme != "ppc":
+            return Batch(ids, labels)
+        pos = torch.arange(13) + torch.randint(0, 20, (8, 1), generator=g)
+        return Batch(ids, labels, pos, torch.where(labels == IGNORE, IGNORE, (pos + 1).clamp(max=max_id)))
+
+    cfg = TrainConfig(steps=steps, batch_size=8, checkpoint_every=100, log_every=1, micro_batch=micro_batch,
+                      optim=OptimConfig(lr=1e-2, warmup_steps=1))
+    files = RunFiles(out / "model.pt", out / "log.csv", out / "summary.json", out / "ckpt.pt")
+    train(mc, cfg, batch_fn, Run({"model": name}, {}, files, Runtime(torch.device("cpu"), False, 1)))
+    return load_state(files.model)
+
+
+@pytest.mark.parametrize("name", list(MICRO_MODELS))
+def test_micro_steps_give_the_one_pass_step(tmp_path, name):
+    """Micro-batches of 2 rows (4 micro-steps) and of 4 end 4 steps at the weights and losses
+    of one pass over the 8 rows, up to float summation order; a GPT-NeoX with the PPC position
+    head (two losses, each over its own label count) and an OLMo."""
+    one = micro_train(tmp_path / "one", name, 0)
+    parts = {"loss", "token_loss"} | ({"position_loss"} if name == "gpt_neox_ppc" else set())
+    for micro in (2, 4):
+        split = micro_train(tmp_path / f"micro{micro}", name, micro)
+        diff = max(float((one["model"][k] - split["model"][k]).abs().max()) for k in one["model"])
+        assert 0 < diff < 1e-5, (micro, diff)  # not 0: the micro-steps ran, in another summation order
+        assert [r["step"] for r in split["log"]] == [r["step"] for r in one["log"]] == [1, 2, 3, 4]
+        for a, b in zip(one["log"], split["log"]):
+            assert parts <= set(a) and set(a) == set(b)
+            assert [b[p] for p in parts] == pytest.approx([a[p] for p in parts], rel=1e-5, abs=1e-6)
+
+
+def test_the_default_and_a_whole_batch_micro_batch_take_the_one_pass_path(tmp_path, monkeypatch):
+    """micro_batch 0 and micro_batch >= the rows run the step as one forward/backward pass
+    through ``loss_fn``, as before micro-steps existed; the micro-step path is never entered."""
+    import sparselen.train as trainer
+
+    passes = []
+    loss_fn = trainer.loss_fn
+    monkeypatch.setattr(trainer, "loss_fn", lambda *a, **k: passes.append(1) or loss_fn(*a, **k))
+    monkeypatch.setattr(trainer, "micro_batches", lambda *a: pytest.fail("micro-step path entered"))
+    for micro in (0, 8, 16):
+        passes.clear()
+        micro_train(tmp_path / str(micro), "olmo", micro, steps=3)
+        assert len(passes) == 3
+    with pytest.raises(ValueError, match="8 rows does not split into micro-batches of 3 rows"):
+        monkeypatch.undo()
+        micro_train(tmp_path / "bad", "olmo", 3, steps=1)
+
+
+def test_a_micro_batch_that_does_not_divide_the_rows_is_named_before_any_job():
+    """Each slice's micro-batch against its rows per step (language: tokens, per context and
+    process); 0 and the whole batch are one pass."""
+    from sparselen.config import load, semantic_errors
+
+    cfg = load([ROOT / "configs/paper.yaml"])
+    assert semantic_errors(cfg) == []
+    cfg["parity"]["micro_batch"], cfg["ppc"]["micro_batch"], cfg["theory"]["micro_batch"] = 64, 0, 48
+    cfg["language"]["micro_batch_tokens"], cfg["language"]["parallel"] = 3 * 2048, {"processes": 2}
+    assert sorted(semantic_errors(cfg)) == sorted([
+        "theory.micro_batch = 48: must divide theory.gpt.train.batch_size = 128 (rows per step), or be 0 for one pass",
+        "language.micro_batch_tokens = 6144: its 12 rows of the short context (512 tokens) must divide the 256 rows "
+        "per step and process (language.train.batch_tokens // 512 over 2 process(es))",
+        "language.micro_batch_tokens = 6144: its 3 rows of the long context (2048 tokens) must divide the 64 rows "
+        "per step and process (language.train.batch_tokens // 2048 over 2 process(es))",
+    ])
+    cfg["parity"]["micro_batch"], cfg["language"]["micro_batch_tokens"] = 5, 1024
+    errors = "\n".join(semantic_errors(cfg))
+    assert "parity.micro_batch = 5: must divide parity.train.batch_size = 64" in errors
+    assert "language.micro_batch_tokens = 1024: below one long-context row (2048 tokens)" in errors

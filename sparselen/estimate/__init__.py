@@ -1,11 +1,14 @@
 """What a config costs before it is launched: every job's compute from FLOP counts and a device
-profile (``sparselen estimate``).
+profile, and its peak memory from its shapes (``sparselen estimate``).
 
 ``dag`` reads the workflow's jobs and SLURM submissions from Snakemake's own DAG, ``plan``
 prices each with its slice's cost function (``sparselen/<slice>/cost.py``), ``flops`` counts
-the work, ``profiles`` turns it into seconds on a named GPU (datasheet bf16 peak x an assumed
-utilization) or a measured profile (``calibrate``; benchmarks/calibrate.py), and ``tables``
-prints hours per slice and per job type, warns where a SLURM submission would exceed its time
-limit (with the resubmissions resuming from checkpoints would take) and sets the prediction
-against a finished run's benchmark files.
+the work, ``memory`` predicts each pass's peak memory (checked against ``tracker``'s CPU
+measurements, benchmarks/memory.py), ``profiles`` turns the work into seconds on a named GPU
+(datasheet bf16 peak x an assumed utilization, and its memory) or a measured profile
+(``calibrate``; benchmarks/calibrate.py), and ``tables`` prints hours and memory per slice and
+per job type, warns where a SLURM submission would exceed its time limit (with the
+resubmissions resuming from checkpoints would take), names the jobs that cannot succeed (over
+their device's memory, or never finishing) and sets the prediction against a finished run's
+benchmark files.
 """

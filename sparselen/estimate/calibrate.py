@@ -97,9 +97,10 @@ def calibrate(quick: bool = False, threads: int = 1, device: str = "cpu") -> Pro
     if not quick and not cuda:
         units.update(_tokenizer_rates())
     name = torch.cuda.get_device_name(dev) if cuda else f"cpu-{threads}-thread"
+    memory = torch.cuda.get_device_properties(dev).total_memory if cuda else 0.0  # CPU: RAM where estimated
     return Profile(name=f"{name} (calibrated)", device="gpu" if cuda else "cpu", peak_flops=peak, utilization=1.0,
                    width_half=d0, step_s=step_s, step_layer_s=step_layer_s, call_s=call_s,
-                   call_layer_s=call_layer_s, job_s=job_s, units=units,
+                   call_layer_s=call_layer_s, job_s=job_s, units=units, memory_bytes=float(memory),
                    source="sparselen.estimate.calibrate: (n_layer, d_model, ms) per training step "
                           f"{[(r[0], r[1], round(r[3] * 1e3, 2)) for r in train_rows]}, per forward pass "
                           f"{[(r[0], r[1], round(r[3] * 1e3, 2)) for r in fwd_rows]}")

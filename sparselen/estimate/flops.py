@@ -1,4 +1,5 @@
-"""FLOP counts of GPT-NeoX passes, and a job's work as terms a profile prices.
+"""FLOP counts of GPT-NeoX passes, and a job's work as terms a profile prices (with its passes'
+peak memory, ``Work.need``: sparselen.estimate.memory).
 
 Matrix products only (a multiply-add is 2 FLOPs): per token and layer of a forward pass
 ``8 d^2 + 4 d d_ff`` for the projections and MLP plus ``4 d c`` for attention over ``c`` keys
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sparselen.estimate.memory import DEVICES, Peak
 from sparselen.estimate.profiles import UNITS, Profile
 
 
@@ -68,6 +70,7 @@ class Term:
     flops: float
     n_layer: int
     d_model: int
+    passes: int = 1  # forward/backward passes per call (a training step's micro-steps)
 
 
 @dataclass
@@ -80,9 +83,19 @@ class Work:
     model_job: bool = True  # False: no model (data, tables, figures): always on the CPU profile
     cpu_only: bool = False  # runs on the CPU even in a GPU job (theory SFA runs: --device cpu)
     devices: int = 1  # devices training one model together (language.parallel: processes x nodes)
+    memory: dict = field(default_factory=dict)  # device kind ("gpu", "cpu") -> its largest pass (memory.Peak)
 
-    def add(self, kind: str, calls: float, flops: float, shape: Shape) -> "Work":
-        self.terms.append(Term(kind, float(calls), float(flops), shape.n_layer, shape.d_model))
+    def need(self, what: str, key: str, peak_bytes) -> "Work":
+        """A pass of this job (``what``, shrunk by config ``key``) whose peak memory on a device
+        kind is ``peak_bytes(kind)``; the job's peak on each kind is its largest pass."""
+        for kind in DEVICES:
+            b = float(peak_bytes(kind))
+            if kind not in self.memory or b > self.memory[kind].bytes:
+                self.memory[kind] = Peak(b, what, key)
+        return self
+
+    def add(self, kind: str, calls: float, flops: float, shape: Shape, passes: int = 1) -> "Work":
+        self.terms.append(Term(kind, float(calls), float(flops), shape.n_layer, shape.d_model, passes))
         return self
 
     def unit(self, name: str, amount: float) -> "Work":
@@ -104,12 +117,20 @@ def chunks(n: int, batch: int) -> list[int]:
     return [min(batch, n - i) for i in range(0, n, batch)]
 
 
-def train_work(shape: Shape, train: dict, rows: int, seq_lens: list[float]) -> Work:
-    """``train.steps`` training steps of ``rows`` sequences whose length is drawn from ``seq_lens``."""
+def train_work(shape: Shape, train: dict, rows: int, seq_lens: list[float], passes: int = 1) -> Work:
+    """``train.steps`` training steps of ``rows`` sequences whose length is drawn from ``seq_lens``,
+    each in ``passes`` forward/backward passes (micro-steps)."""
     steps = int(train["steps"])
     per_step = mean(3 * shape.forward(rows, T) for T in seq_lens)
     w = Work(train_steps=steps, checkpoint_every=int(train.get("checkpoint_every", steps)))
-    return w.add("train", steps, steps * per_step, shape)
+    return w.add("train", steps, steps * per_step, shape, passes)
+
+
+def micro_steps(rows: int, micro_batch: int) -> tuple[int, int]:
+    """(rows per pass, passes) of a step of ``rows`` in micro-batches of ``micro_batch`` rows
+    (0, or at least ``rows``: one pass)."""
+    per_pass = min(micro_batch, rows) if micro_batch else rows
+    return per_pass, -(-rows // per_pass)
 
 
 def aggregate(job=None, config=None) -> Work:
@@ -123,8 +144,8 @@ def seconds(work: Work, profile: Profile) -> dict:
     total, train = profile.job_s, 0.0
     for t in work.terms:
         s = t.flops / profile.rate(t.d_model)
-        if t.kind == "train":
-            s += t.calls * (profile.step_s + t.n_layer * profile.step_layer_s)
+        if t.kind == "train":  # the per-layer overheads (kernel launches) come with every pass
+            s += t.calls * (profile.step_s + t.passes * t.n_layer * profile.step_layer_s)
             train += s
         else:
             s += t.calls * (profile.call_s + t.n_layer * profile.call_layer_s) * (2 if t.kind == "grad" else 1)

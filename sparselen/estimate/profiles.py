@@ -8,6 +8,11 @@
 terms model what FLOPs do not count (op dispatch, optimizer, Python, kernel launches). Named
 GPUs use their datasheet bf16 peak times an assumed utilization; a measured profile comes from
 ``sparselen.estimate.calibrate`` (benchmarks/calibrate.py) or a measured throughput.
+
+A profile also has the device's memory, of which a job's tensors may use ``USABLE``: a named
+GPU's datasheet GB, read as GiB (HBM is sized in binary units: nvidia-smi shows an "80 GB"
+H100 with 81,559 MiB; PyTorch a "141 GB" H200 with 139.8 GiB), a calibrated GPU's as PyTorch
+reports it, the CPU's the machine's RAM (or ``--cpu-memory``).
 """
 
 from __future__ import annotations
@@ -20,20 +25,29 @@ from pathlib import Path
 @dataclass(frozen=True)
 class GPU:
     peak_bf16_tflops: float  # dense (no structured sparsity), tensor cores
+    memory_gb: float  # the datasheet's memory
     source: str
 
 
-# Dense bf16 tensor-core peaks from the vendors' datasheets (the "with sparsity" figures are 2x).
+# Dense bf16 tensor-core peaks and memory from the vendors' datasheets (the "with sparsity"
+# figures are 2x).
 GPUS = {
-    "h100-sxm": GPU(989.4, "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (SXM5)"),
-    "h100-pcie": GPU(756.0, "NVIDIA H100 datasheet: BF16 Tensor Core 1,513 TFLOPS with sparsity (PCIe)"),
-    "h200": GPU(989.4, "NVIDIA H200 datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (same compute as H100 SXM)"),
-    "a100": GPU(312.0, "NVIDIA A100 datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity), SXM and PCIe"),
-    "l40s": GPU(362.05, "NVIDIA L40S datasheet: BF16 Tensor Core 362.05 TFLOPS (733 with sparsity)"),
-    "a10": GPU(125.0, "NVIDIA A10 datasheet: BF16 Tensor Core 125 TFLOPS (250 with sparsity)"),
-    "l4": GPU(121.0, "NVIDIA L4 datasheet: BF16 Tensor Core 121 TFLOPS (242 with sparsity)"),
+    "h100-sxm": GPU(989.4, 80, "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity, "
+                               "80 GB (SXM5)"),
+    "h100-pcie": GPU(756.0, 80, "NVIDIA H100 datasheet: BF16 Tensor Core 1,513 TFLOPS with sparsity, 80 GB (PCIe)"),
+    "h200": GPU(989.4, 141, "NVIDIA H200 datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (same compute as "
+                            "H100 SXM), 141 GB"),
+    "a100": GPU(312.0, 80, "NVIDIA A100 datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity), A100 80GB "
+                           "(SXM and PCIe)"),
+    "a100-40gb": GPU(312.0, 40, "NVIDIA A100 datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity), A100 40GB"),
+    "l40s": GPU(362.05, 48, "NVIDIA L40S datasheet: BF16 Tensor Core 362.05 TFLOPS (733 with sparsity), 48 GB"),
+    "a10": GPU(125.0, 24, "NVIDIA A10 datasheet: BF16 Tensor Core 125 TFLOPS (250 with sparsity), 24 GB"),
+    "l4": GPU(121.0, 24, "NVIDIA L4 datasheet: BF16 Tensor Core 121 TFLOPS (242 with sparsity), 24 GB"),
 }
-GPU_ALIASES = {"h100": "h100-sxm", "a100-sxm": "a100", "a100-pcie": "a100", "a10g": "a10"}
+GPU_ALIASES = {"h100": "h100-sxm", "a100-sxm": "a100", "a100-pcie": "a100", "a100-80gb": "a100", "a10g": "a10"}
+# Share of a device's memory a job's tensors may peak at: the CUDA context, library workspaces
+# and the caching allocator's fragmentation take the rest (an assumption, as the utilization).
+USABLE = 0.9
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,12 @@ class Profile:
     job_s: float = 0.0  # per job: interpreter start, imports, model and data loading
     units: dict = field(default_factory=dict)  # seconds per unit of non-model work (UNITS)
     source: str = ""
+    memory_bytes: float = 0.0  # the device's memory (0: unknown, not checked)
+
+    @property
+    def usable_bytes(self) -> float:
+        """What a job's tensors may peak at (``USABLE`` of the memory)."""
+        return USABLE * self.memory_bytes
 
     def rate(self, d_model: float) -> float:
         d = max(float(d_model), 1.0)
@@ -94,7 +114,7 @@ def gpu_profile(name: str, utilization: float = 0.4, compile: bool = True, cpu: 
         name=f"{key} (bf16 {g.peak_bf16_tflops:g} TFLOP/s x {utilization:g})", device="gpu",
         peak_flops=g.peak_bf16_tflops * 1e12, utilization=utilization, width_half=0.0,
         step_s=2e-3, step_layer_s=80 * launch, call_s=5e-4, call_layer_s=25 * launch,
-        job_s=90.0 if compile else 20.0, units=dict((cpu or CPU_DEFAULT).units),
+        job_s=90.0 if compile else 20.0, units=dict((cpu or CPU_DEFAULT).units), memory_bytes=g.memory_gb * 2**30,
         source=g.source + f"; utilization {utilization:g} and overheads assumed (sparselen.estimate.profiles.gpu_profile)")
 
 
@@ -108,7 +128,7 @@ CPU_DEFAULT = Profile(name="cpu-1-thread (dev machine)", device="cpu", peak_flop
 def load_profile(path) -> Profile:
     """A profile JSON (``Profile`` fields, e.g. written by benchmarks/calibrate.py), or a
     measured-throughput JSON ``{"tokens_per_s": ..., "model": {...}, "batch": B, "seq_len": T}``
-    (see ``profile_from_throughput``)."""
+    (see ``profile_from_throughput``; ``memory_bytes``: the device's memory)."""
     data = json.loads(Path(path).read_text())
     if "tokens_per_s" in data or "flops_per_s" in data:
         return profile_from_throughput(**data)
@@ -118,7 +138,7 @@ def load_profile(path) -> Profile:
 
 def profile_from_throughput(model: dict | None = None, seq_len: int = 0, tokens_per_s: float | None = None,
                             flops_per_s: float | None = None, device: str = "gpu", name: str = "measured",
-                            base: Profile | None = None, **_) -> Profile:
+                            base: Profile | None = None, memory_bytes: float = 0.0, **_) -> Profile:
     """A profile whose FLOP rate reproduces one measured training throughput: ``flops_per_s``,
     or ``tokens_per_s`` of a ``model`` (n_layer, d_model, d_ff, vocab_size) at ``seq_len``
     (converted with the same FLOP count as the estimate). Overheads are folded into the rate,
@@ -132,12 +152,30 @@ def profile_from_throughput(model: dict | None = None, seq_len: int = 0, tokens_
         flops_per_s = tokens_per_s * 3 * shape.forward_flops_per_token(max(seq_len, 1))
     b = base or CPU_DEFAULT
     return Profile(name=name, device=device, peak_flops=flops_per_s, utilization=1.0, width_half=0.0,
-                   job_s=b.job_s, units=dict(b.units), source=f"measured throughput {flops_per_s:.3g} FLOP/s")
+                   job_s=b.job_s, units=dict(b.units), memory_bytes=memory_bytes,
+                   source=f"measured throughput {flops_per_s:.3g} FLOP/s")
 
 
-def resolve(gpu: str | None, utilization: float, cpu_profile: str | None, compile: bool = True):
-    """(GPU profile or None, CPU profile) from the command's arguments: a GPU name or profile file."""
+def machine_memory() -> float:
+    """This machine's RAM in bytes (0 where the OS does not say)."""
+    import os
+
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 0.0
+
+
+def resolve(gpu: str | None, utilization: float, cpu_profile: str | None, compile: bool = True,
+            cpu_memory_gb: float | None = None):
+    """(GPU profile or None, CPU profile) from the command's arguments: a GPU name or profile
+    file. The CPU profile's memory: ``cpu_memory_gb``, else the profile file's, else this
+    machine's RAM."""
     cpu = load_profile(cpu_profile) if cpu_profile else CPU_DEFAULT
+    if cpu_memory_gb is not None:
+        cpu = replace(cpu, memory_bytes=cpu_memory_gb * 2**30)
+    elif not cpu.memory_bytes:
+        cpu = replace(cpu, memory_bytes=machine_memory())
     if gpu is None:
         return None, cpu
     if Path(gpu).exists():

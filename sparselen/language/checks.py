@@ -32,11 +32,20 @@ def config_errors(p: dict) -> list[str]:
     out += model_errors("language.model", p["model"])
     par = p.get("parallel", {})
     procs, nodes = par.get("processes", 1), par.get("nodes", 1)
+    micro = p.get("micro_batch_tokens", 0)
     for size, ctx in p["contexts"].items():
         rows = p["train"]["batch_tokens"] // ctx
         if rows % (procs * nodes):
             out.append(f"language.parallel: processes = {procs} x nodes = {nodes}: the {size} context's {rows} "
                        f"rows per step (batch_tokens // {ctx}) do not split evenly among them")
+        elif micro:
+            per_process, micro_rows = rows // (procs * nodes), micro // ctx
+            if micro_rows < 1:
+                out.append(f"language.micro_batch_tokens = {micro}: below one {size}-context row ({ctx} tokens)")
+            elif micro_rows < per_process and per_process % micro_rows:
+                out.append(f"language.micro_batch_tokens = {micro}: its {micro_rows} rows of the {size} context "
+                           f"({ctx} tokens) must divide the {per_process} rows per step and process "
+                           f"(language.train.batch_tokens // {ctx} over {procs * nodes} process(es))")
     c = p["corpus"]
     t = c["token_files"]
     if c["source"] == "token_files":

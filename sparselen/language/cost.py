@@ -6,7 +6,9 @@ the passes they run."""
 from __future__ import annotations
 
 from sparselen import variants
-from sparselen.estimate.flops import Shape, Work, aggregate, chunks, train_work
+from sparselen.architectures import model_config
+from sparselen.estimate import memory
+from sparselen.estimate.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
 
 
 def corpus_size(c: dict, chars_per_document: float = 2200.0) -> tuple[float, float, str]:
@@ -59,37 +61,48 @@ def token_files(job, config) -> Work:
 
 def train(job, config) -> Work:
     """``batch_tokens // context`` rows per step; on ``language.parallel`` processes x nodes
-    devices together."""
+    devices together, each running its rows in micro-batches of ``micro_batch_tokens``."""
     lang, context = config["language"], job.wildcards.context
     rows = max(1, job.params.train["batch_tokens"] // context)
-    w = train_work(Shape.of(job.params.model, _vocab(lang)), job.params.train, rows, [context])
     par = {"processes": 1, "nodes": 1, **lang.get("parallel", {})}
-    w.devices = par["processes"] * par["nodes"]
-    return w
+    devices = par["processes"] * par["nodes"]
+    micro, passes = micro_steps(max(1, rows // devices), lang["micro_batch_tokens"] and
+                                max(1, lang["micro_batch_tokens"] // context))
+    w = train_work(Shape.of(job.params.model, _vocab(lang)), job.params.train, rows, [context], passes)
+    w.devices = devices
+    cfg = _config(lang, job.wildcards.run)
+    return w.need(f"training step of {micro} x {context} tokens per pass", "language.micro_batch_tokens",
+                  lambda kind: memory.train_step(cfg, micro, context, kind))
 
 
 def loss_by_position(job, config) -> Work:
-    """Full forward passes over the held-out windows."""
-    ev, shape = job.params.eval, _shape(config["language"], job.wildcards.run)
+    """Full forward passes over the held-out windows; every position's loss (bf16 autocast)."""
+    ev, lang = job.params.eval, config["language"]
+    shape, cfg = _shape(lang, job.wildcards.run), _config(lang, job.wildcards.run)
     w = Work()
     for rows in chunks(ev["windows"], ev["batch_size"]):
         w.add("forward", 1, shape.forward(rows, ev["length"]), shape)
-    return w
+    rows = min(ev["windows"], ev["batch_size"])
+    return w.need(f"loss-by-position pass of {rows} x {ev['length']} tokens", "language.eval.batch_size",
+                  lambda kind: memory.no_grad_pass(cfg, rows, ev["length"], kind, autocast=True, unembed="all",
+                                                   per_position_loss=True))
 
 
 def analyze(job, config) -> Work:
     """The analysis, run with the reference model (the first long-context run)."""
     lang, ctx = config["language"], job.params.contexts
-    return analysis_work(_shape(lang, lang["schemes"]["long"][0]), job.params.analysis, ctx["short"], ctx["long"])
+    run = lang["schemes"]["long"][0]
+    w = analysis_work(_shape(lang, run), job.params.analysis, ctx["short"], ctx["long"])
+    return analysis_memory(w, _config(lang, run), job.params.analysis, ctx["long"])
 
 
 def transfer(job, config) -> Work:
     """Every run's losses on the analysed tokens at both contexts (every screened token for a
-    long-context model), then the induction probe: full sequences, then copy 2 at the short
-    context."""
+    long-context model), then the induction probe: full sequences (every position's loss, in
+    fp32: it does not autocast), then copy 2 at the short context."""
     a, p = config["language"]["analysis"], job.params
     short, long, B = p.contexts["short"], p.contexts["long"], p.batch_size
-    shape = _shape(config["language"], job.wildcards.run)
+    shape, cfg = _shape(config["language"], job.wildcards.run), _config(config["language"], job.wildcards.run)
     w = Work()
     for T in (short, long):
         for rows in chunks(a["candidates"] if job.wildcards.context == long else a["tokens"], B):
@@ -99,7 +112,12 @@ def transfer(job, config) -> Work:
         w.add("forward", 1, shape.forward(rows, long - 1), shape)
     for rows in chunks(ind["sequences"] * (ind["span"] - 1), B):
         w.add("forward", 1, shape.forward(rows, short, "last"), shape)
-    return w
+    rows = min(B, ind["sequences"])
+    w.need(f"losses at the long context, {B} x {long} tokens", "language.analysis.batch_size",
+           lambda kind: memory.no_grad_pass(cfg, B, long, kind, autocast=True))
+    return w.need(f"induction probe pass of {rows} x {long - 1} tokens", "language.analysis.batch_size",
+                  lambda kind: memory.no_grad_pass(cfg, rows, long - 1, kind, autocast=False, unembed="all",
+                                                   per_position_loss=True))
 
 
 table = figures = aggregate
@@ -136,6 +154,23 @@ def analysis_work(shape: Shape, a: dict, short: int, long: int) -> Work:
     return w
 
 
+def analysis_memory(w: Work, cfg, a: dict, long: int) -> Work:
+    """The analysis's largest passes, each ``batch_size`` rows of the long context: losses read
+    at the last position (bf16 autocast); the attention selector (fp32, every block's input
+    kept by its hooks); the saliency selector (fp32, input gradients with the parameters still
+    requiring theirs, as ``dependency.saliency_scores`` runs it)."""
+    B, key, d = a["batch_size"], "language.analysis.batch_size", cfg.d_model
+    w.need(f"losses at the long context, {B} x {long} tokens", key,
+           lambda kind: memory.no_grad_pass(cfg, B, long, kind, autocast=True))
+    if "attention" in a["selectors"]:
+        w.need(f"attention selector pass of {B} x {long} tokens", key,
+               lambda kind: memory.no_grad_pass(cfg, B, long, kind, autocast=False, kept_inputs=4 * d))
+    if "saliency" in a["selectors"]:
+        w.need(f"saliency selector pass (forward and backward) of {B} x {long} tokens", key,
+               lambda kind: memory.input_gradient_pass(cfg, B, long, kind, autocast=False, param_grads=True))
+    return w
+
+
 def _vocab(lang: dict) -> int:
     """The token files' vocabulary, else the tokenizer's."""
     c = lang["corpus"]
@@ -144,3 +179,9 @@ def _vocab(lang: dict) -> int:
 
 def _shape(lang: dict, run: str) -> Shape:
     return Shape.of(variants.run_model(lang["model"], lang, run), _vocab(lang))
+
+
+def _config(lang: dict, run: str):
+    """A run's model config, as the training job builds it."""
+    return model_config(variants.run_model(lang["model"], lang, run), _vocab(lang),
+                        scheme=variants.run_scheme(lang, run))

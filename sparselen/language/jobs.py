@@ -97,7 +97,9 @@ def train(job) -> dict:
     mc = model_config(p.model, toks["vocab_size"], scheme=p.scheme)
     context = run.wildcards["context"]
     batch_size = max(1, p.train["batch_tokens"] // context)
-    tc = TrainConfig.from_section(p.train, run.seed, p.pose, batch_size=batch_size)
+    micro_tokens = job.config.get("language", {}).get("micro_batch_tokens", 0)  # a runtime knob, not a param
+    tc = TrainConfig.from_section(p.train, run.seed, p.pose, batch_size=batch_size,
+                                  micro_batch=micro_tokens and max(1, micro_tokens // context))
     batches = data.training_batches(toks["train"], context, batch_size, run.seed)
     try:
         return train_model(mc, tc, batches, run, parallel)

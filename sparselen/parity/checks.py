@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sparselen.config import model_errors
+from sparselen.train import micro_batch_errors
 
 
 def config_errors(p: dict) -> list[str]:
@@ -15,6 +16,8 @@ def config_errors(p: dict) -> list[str]:
     if min(p["K_train"]) > hi // 2:
         out.append(f"parity.K_train = {p['K_train']}: K_train cannot exceed the longest training l = {hi // 2}")
     out += model_errors("parity.model", p["model"])
+    out += micro_batch_errors("parity.micro_batch", p["micro_batch"], p["train"]["batch_size"],
+                              "parity.train.batch_size")
     longest = max(p["eval"]["lengths"]) + 1
     target = p["pose"].get("target_length")
     if p["scheme"] == "pose" and (target is None or target < longest):

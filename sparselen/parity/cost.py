@@ -4,7 +4,9 @@ params) and the validated config."""
 
 from __future__ import annotations
 
-from sparselen.estimate.flops import Shape, Work, aggregate, chunks, train_work
+from sparselen.estimate import memory
+from sparselen.estimate.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
+from sparselen.model import ModelConfig
 from sparselen.parity.task import VOCAB
 
 
@@ -16,27 +18,39 @@ def eval_data(job, config) -> Work:
 
 
 def train(job, config) -> Work:
-    """One length l per batch, uniform over the training range: sequences of 2 l + 1 tokens."""
-    p = job.params
+    """One length l per batch, uniform over the training range: sequences of 2 l + 1 tokens;
+    memory at the longest, in micro-batches of ``parity.micro_batch`` rows."""
+    p, micro = job.params, config["parity"]["micro_batch"]
     lo, hi = p.train["lengths"]
     seq = [2 * l + 1 for l in range((lo + 1) // 2, hi // 2 + 1)]
-    return train_work(Shape.of(p.model, len(VOCAB)), p.train, p.train["batch_size"], seq)
+    rows, passes = micro_steps(p.train["batch_size"], micro)
+    w = train_work(Shape.of(p.model, len(VOCAB)), p.train, p.train["batch_size"], seq, passes)
+    cfg = _model(p.model, p.scheme)
+    return w.need(f"training step of {rows} x {max(seq)} tokens", "parity.micro_batch",
+                  lambda kind: memory.train_step(cfg, rows, max(seq), kind))
 
 
 def evaluate(job, config) -> Work:
     """The evaluation grid, every cell's sequences in passes of ``batch_tokens``, read at the
-    last position."""
+    last position (bf16 autocast on a GPU)."""
     from sparselen.parity.evaluate import rows_per_pass
 
     p = config["parity"]
-    shape, ev = Shape.of(p["model"], len(VOCAB)), p["eval"]
+    shape, ev, cfg = Shape.of(p["model"], len(VOCAB)), p["eval"], _model(p["model"], p["scheme"])
     w = Work()
     for L in ev["lengths"]:
+        rows = rows_per_pass(job.params.batch_tokens, L + 1)
         for k in ev["k_test"]:
             if k <= L // 2:
-                for b in chunks(ev["n"], rows_per_pass(job.params.batch_tokens, L + 1)):
+                for b in chunks(ev["n"], rows):
                     w.add("forward", 1, shape.forward(b, L + 1, "last"), shape)
+        w.need(f"evaluation pass of {min(rows, ev['n'])} x {L + 1} tokens", "parity.eval.batch_tokens",
+               lambda kind: memory.no_grad_pass(cfg, min(rows, ev["n"]), L + 1, kind, autocast=True))
     return w
+
+
+def _model(model: dict, scheme: str) -> ModelConfig:
+    return ModelConfig(vocab_size=len(VOCAB), scheme=scheme, **model)
 
 
 table = figure = aggregate

@@ -33,7 +33,8 @@ def train(job) -> dict:
     """One model (wildcards K_train, seed) on k ~ Unif{1..K_train}: params model, scheme, pose, train."""
     p, run = job.params, Run.of(job)
     mc = ModelConfig(vocab_size=len(task.VOCAB), scheme=p.scheme, **p.model)
-    tc = TrainConfig.from_section(p.train, run.seed, p.pose)
+    tc = TrainConfig.from_section(p.train, run.seed, p.pose,
+                                  micro_batch=job.config.get("parity", {}).get("micro_batch", 0))
     batches = task.training_batches(run.seed, tc.batch_size, p.train["lengths"], run.wildcards["K_train"],
                                     p.train["one_length_per_batch"])
     return train_model(mc, tc, batches, run)

@@ -7,6 +7,7 @@ from sparselen.config import model_errors
 from sparselen.model import POSITION_SCHEMES
 from sparselen.ppc.runs import task_model
 from sparselen.ppc.tasks import TASKS, sampler_params
+from sparselen.train import micro_batch_errors
 
 
 # Per task: the key that must cover the largest size (and why), and a [fewest, most] range key.
@@ -20,6 +21,7 @@ SIZED_KEYS = {
 
 def config_errors(p: dict) -> list[str]:
     out = variants.variant_errors("ppc", p, p["schemes"], POSITION_SCHEMES, p["model"])
+    out += micro_batch_errors("ppc.micro_batch", p["micro_batch"], p["train"]["batch_size"], "ppc.train.batch_size")
     if any(variants.run_scheme(p, n) == "pose" for n in p["schemes"]) and "pose" not in p:
         out.append("ppc.schemes runs the pose scheme but the section ppc.pose is missing")
     for task in p["tasks"]:

@@ -9,7 +9,9 @@ import json
 from functools import lru_cache
 
 from sparselen import variants
-from sparselen.estimate.flops import Shape, Work, aggregate, chunks, train_work
+from sparselen.estimate import memory
+from sparselen.estimate.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
+from sparselen.model import ModelConfig
 from sparselen.ppc.runs import run_model
 from sparselen.ppc.tasks import TASKS, sampler_params
 
@@ -24,27 +26,35 @@ def eval_data(job, config) -> Work:
 
 
 def train(job, config) -> Work:
+    """Memory at the longest padded batch, in micro-batches of ``ppc.micro_batch`` rows."""
     p, task, name = job.params, job.wildcards.task, job.wildcards.run
     section = {"model": p.model, "variants": {name: p.variant} if p.variant else {}}
     train_cfg = {**p.train, "steps": int(p.task_config.get("steps", p.train["steps"]))}
     seq = _train_lengths(task, p.task_config, p.train["batch_size"], p.max_position_id)
-    shape = _shape(run_model(section, p.task_config, name), variants.run_scheme(section, name), task,
-                   p.max_position_id)
-    return train_work(shape, train_cfg, p.train["batch_size"], seq)
+    model, scheme = run_model(section, p.task_config, name), variants.run_scheme(section, name)
+    rows, passes = micro_steps(p.train["batch_size"], config["ppc"]["micro_batch"])
+    w = train_work(_shape(model, scheme, task, p.max_position_id), train_cfg, p.train["batch_size"], seq, passes)
+    cfg = _model(model, scheme, task, p.max_position_id, p.id_embedding)
+    return w.need(f"training step of {rows} x {max(seq)} tokens", "ppc.micro_batch",
+                  lambda kind: memory.train_step(cfg, rows, max(seq), kind))
 
 
 def evaluate(job, config) -> Work:
     """Greedy generation as ``cell_scores`` runs it: per prompt length, the prompt into the KV
-    cache, then one cached step per response token."""
+    cache, then one cached step per response token (fp32: it does not autocast)."""
     p, task, name = config["ppc"], job.wildcards.task, job.wildcards.run
     t = p[task]
-    shape = _shape(run_model(p, t, name), variants.run_scheme(p, name), task, p["max_position_id"])
+    model, scheme = run_model(p, t, name), variants.run_scheme(p, name)
+    shape = _shape(model, scheme, task, p["max_position_id"])
+    cfg = _model(model, scheme, task, p["max_position_id"], p["id_embedding"])
     _, calls = _eval_set(task, sampler_params(t), t["eval_sizes"], {**p["eval"], "batch_size": job.params.batch_size})
     w = Work()
     for rows, P, R in calls:
         w.add("forward", 1, shape.forward(rows, P, "last"), shape)
         w.add("forward", R - 1, sum(shape.cached_step(rows, P + j) for j in range(R - 1)), shape)
-    return w
+    rows, P, R = max(calls, key=lambda c: c[0] * (c[1] + c[2]))
+    return w.need(f"generation of {rows} rows, {P} + {R} tokens", "ppc.eval.batch_size",
+                  lambda kind: memory.generation(cfg, rows, P, R, kind, autocast=False))
 
 
 table = figure = aggregate
@@ -53,6 +63,12 @@ table = figure = aggregate
 def _shape(model: dict, scheme: str, task: str, max_position_id: int) -> Shape:
     """A run's model; a ``ppc`` run also predicts position ids (its position head)."""
     return Shape.of(model, len(TASKS[task].VOCAB), max_position_id + 1 if scheme == "ppc" else 0)
+
+
+def _model(model: dict, scheme: str, task: str, max_position_id: int, id_embedding: list) -> ModelConfig:
+    """A run's model config, as ``ppc.jobs.train`` builds it."""
+    return ModelConfig(vocab_size=len(TASKS[task].VOCAB), scheme=scheme, max_position_id=max_position_id,
+                       id_embedding=scheme in id_embedding, **model)
 
 
 def _train_lengths(task: str, task_cfg: dict, batch_size: int, max_position_id: int) -> list[int]:

@@ -72,7 +72,8 @@ def train(job) -> dict:
     mc = ModelConfig(vocab_size=len(TASKS[task].VOCAB), scheme=scheme, max_position_id=p.max_position_id,
                      id_embedding=scheme in p.id_embedding, **run_model(section, p.task_config, name))
     train_cfg = {**p.train, **({"steps": p.task_config["steps"]} if "steps" in p.task_config else {})}
-    tc = TrainConfig.from_section(train_cfg, run.seed, p.pose, position_loss_weight=p.position_loss_weight)
+    tc = TrainConfig.from_section(train_cfg, run.seed, p.pose, position_loss_weight=p.position_loss_weight,
+                                  micro_batch=job.config.get("ppc", {}).get("micro_batch", 0))
     batches = training_batches(task, p.task_config, run.seed, tc.batch_size, p.max_position_id, p.random_offset,
                                coupled=scheme in COUPLED)
     return train_model(mc, tc, batches, run)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sparselen.config import model_errors
 from sparselen.theory.task import eval_lengths, planted_config, valid_lengths
+from sparselen.train import micro_batch_errors
 
 
 def config_errors(t: dict) -> list[str]:
@@ -32,6 +33,8 @@ def config_errors(t: dict) -> list[str]:
                 out.append(f"theory.eval.ratios: Lbar = {r:g} * L = {n}: {e}")
     if gpt["k"]:
         out += model_errors("theory.gpt.model", gpt["model"])
+        out += micro_batch_errors("theory.micro_batch", t["micro_batch"], gpt["train"]["batch_size"],
+                                  "theory.gpt.train.batch_size")
         for dist in t["distributions"]:
             if dist not in gpt["schemes"]:
                 out.append(f"theory.gpt.schemes: no scheme for the {dist!r} distribution")

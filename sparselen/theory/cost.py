@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from sparselen.estimate.flops import Shape, Work, aggregate, chunks, mean, train_work
+from sparselen.estimate import memory
+from sparselen.estimate.flops import Shape, Work, aggregate, chunks, mean, micro_steps, train_work
+from sparselen.model import ModelConfig
 from sparselen.theory.task import eval_lengths, planted_config, valid_lengths
 
 
@@ -18,15 +20,24 @@ def run_sfa(job, config) -> Work:
 
 
 def run_gpt(job, config) -> Work:
-    p = job.params
+    """Training in micro-batches of ``theory.micro_batch`` rows, then the evaluation (last
+    position, fp32: it does not autocast)."""
+    p, micro = job.params, config["theory"]["micro_batch"]
     pc, lengths, targets = _setting(job)
     shape = Shape.of(p.gpt["model"], pc.vocab_size)
-    train = p.gpt["train"]
-    w = train_work(shape, train, train["batch_size"], [n + 1 for n in lengths])
+    train, B = p.gpt["train"], p.gpt["train"]["batch_size"]
+    rows, passes = micro_steps(B, micro)
+    w = train_work(shape, train, B, [n + 1 for n in lengths], passes)
     for n in targets:
         for b in chunks(p.eval["n"], p.eval["batch_size"]):
             w.add("forward", 1, shape.forward(b, n + 1, "last"), shape)
-    return w
+    cfg = ModelConfig(vocab_size=pc.vocab_size, scheme=p.gpt["schemes"][job.wildcards.distribution],
+                      **p.gpt["model"])
+    T, n = max(lengths) + 1, min(p.eval["n"], p.eval["batch_size"])
+    w.need(f"training step of {rows} x {T} tokens", "theory.micro_batch",
+           lambda kind: memory.train_step(cfg, rows, T, kind))
+    return w.need(f"evaluation pass of {n} x {max(targets) + 1} tokens", "theory.eval.batch_size",
+                  lambda kind: memory.no_grad_pass(cfg, n, max(targets) + 1, kind, autocast=False))
 
 
 table = figure = aggregate

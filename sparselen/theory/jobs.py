@@ -70,7 +70,8 @@ def run_gpt(job) -> None:
     scheme = g["schemes"][run.wildcards["distribution"]]
     mc = ModelConfig(vocab_size=pc.vocab_size, scheme=scheme, **g["model"])
     longest = max(targets.values()) + 1
-    tc = TrainConfig.from_section(g["train"], run.seed, {"chunks": g["pose"]["chunks"], "target_length": longest})
+    tc = TrainConfig.from_section(g["train"], run.seed, {"chunks": g["pose"]["chunks"], "target_length": longest},
+                                  micro_batch=job.config.get("theory", {}).get("micro_batch", 0))
     batches = gpt_batches(pc, lengths, tc.batch_size, run.seed, scheme == "coupled", longest)
     train_model(mc, tc, batches, run)
     net, prov = load_model(job.output.model, run.runtime.device)
