@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sparselen.ppc.tasks import TASKS, sampler_params
+from sparselen.ppc.tasks import sampler_params, task_module
 from sparselen.stats import welch_interval
 from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide, gate_result,
                                 interval_result, seeds_design, verdict_result)
@@ -28,13 +28,17 @@ def facts(section: dict) -> dict:
     (properties of the task's code at the config's settings)."""
     tasks = section["tasks"]
     return {"train_sizes": {task: section[task]["train_sizes"] for task in tasks},
-            "input_dependent": tuple(name for name, task in TASKS.items() if task.IDS_DEPEND_ON_INPUT),
-            "controls": {task: why for task in tasks if (why := TASKS[task].control(**sampler_params(section[task])))}}
+            "input_dependent": tuple(task for task in tasks
+                                     if task_module(task).ids_depend_on_input(**sampler_params(section[task]))),
+            "controls": {task: why for task in tasks
+                         if (why := task_module(task).control(**sampler_params(section[task])))}}
 
 
 def run_scores(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
     """Per (task, scheme, seed): whether the run fits (exact match >= FIT at every evaluated
-    training size) and its exact match at the task's largest evaluated size."""
+    training size) and its exact match at the task's largest evaluated size (test samples)."""
+    if "split" in runs:
+        runs = runs[runs["split"] == "test"]
     parts = []
     for task, g in runs.groupby("task"):
         lo, hi = s.facts["train_sizes"].get(task, (g["size"].min(), g["size"].min()))
