@@ -237,8 +237,7 @@ def test_cell_scores_of_prompts_of_several_lengths(scheme):
             s.position_ids[i, P:L] = ids[0]
     n = len(s)
     c = cell_scores(model, s, 4, torch.device("cpu"))
-    assert {k: c[k] for k in ("tokens", "ids", "both", "first_id", "later_ids")} == dict.fromkeys(
-        ("tokens", "ids", "both", "first_id", "later_ids"), n)
+    assert (c["tokens"], c["ids"], c["both"], c["first_id"]) == (n, n, n, n)
 
 
 def test_id_diagnostics_count_first_and_later_ids_and_lookup_distances():
@@ -261,7 +260,7 @@ def test_id_diagnostics_count_first_and_later_ids_and_lookup_distances():
     far = distance > limit
     assert 0 < int(far.sum()) < n and 0 < int(far[:6].sum()) < 6
     c = cell_scores(model, s, 5, torch.device("cpu"), lookup_limit=limit)
-    assert (c["tokens"], c["ids"], c["first_id"], c["later_ids"]) == (n, n - 9, n - 6, n - 9)
+    assert (c["tokens"], c["ids"], c["first_id"], c["both"]) == (n, n - 9, n - 6, n - 9)
     assert c["beyond"] == int(far.sum()) and c["first_id_beyond"] == int(far[6:].sum())
     assert c["both_beyond"] == int(far[9:].sum())
     row = evaluate_cells(model, {5: vars(s)}, 5, torch.device("cpu"), limit)[0]

@@ -17,7 +17,7 @@ from sparselen.ppc.generate import generate
 from sparselen.ppc.samples import Samples
 
 log = logging.getLogger(__name__)
-COUNTS = ("tokens", "ids", "both", "first_id", "later_ids", "beyond", "both_beyond", "first_id_beyond")
+COUNTS = ("tokens", "ids", "both", "first_id", "beyond", "both_beyond", "first_id_beyond")
 
 
 def first_lookup_distance(s: Samples) -> torch.Tensor:
@@ -28,10 +28,9 @@ def first_lookup_distance(s: Samples) -> torch.Tensor:
 
 @torch.no_grad()
 def cell_scores(model, s: Samples, batch_size: int, device, lookup_limit: int | None = None) -> dict:
-    """Counts of one cell (all prompts of one size): exact match of the tokens, of the ids and
-    of both; the first response id right (``first_id``), it and every later scored id right
-    (``later_ids``); samples whose first lookup is longer than ``lookup_limit`` (``beyond``),
-    and among them exact matches and right first ids.
+    """Counts of one cell (all prompts of one size): exact match of the tokens, of the scored
+    ids and of both; the first response id right (``first_id``); samples whose first lookup is
+    longer than ``lookup_limit`` (``beyond``), and among them exact matches and right first ids.
 
     Generation runs on batches of prompts of one length (no padding, so no attention mask);
     a task whose prompts vary in length within a size is run one prompt length at a time."""
@@ -52,7 +51,7 @@ def cell_scores(model, s: Samples, batch_size: int, device, lookup_limit: int | 
             ok_ids, first_id = id_right.all(dim=1), id_right[:, 0]
             both, beyond = ok_tokens & ok_ids, far[at[i:i + batch_size]]
             for key, hits in (("tokens", ok_tokens), ("ids", ok_ids), ("both", both), ("first_id", first_id),
-                              ("later_ids", ok_ids), ("beyond", beyond), ("both_beyond", both & beyond),
+                              ("beyond", beyond), ("both_beyond", both & beyond),
                               ("first_id_beyond", first_id & beyond)):
                 counts[key] += int(hits.sum())
     return counts
@@ -78,7 +77,7 @@ def evaluate_cells(model, cells: dict, batch_size: int, device, lookup_limit: in
         c, n = cell_scores(model, s, batch_size, device, lookup_limit), len(s)
         within = n - c["beyond"]
         ids = {"position_accuracy": c["ids"] / n, "first_id_accuracy": c["first_id"] / n,
-               "later_id_accuracy": _share(c["later_ids"], c["first_id"]),
+               "later_id_accuracy": _share(c["ids"], c["first_id"]),  # every id right, of the right first ids
                "first_id_accuracy_within": _share(c["first_id"] - c["first_id_beyond"], within),
                "first_id_accuracy_beyond": _share(c["first_id_beyond"], c["beyond"])}
         rows.append({**labels, "size": size,

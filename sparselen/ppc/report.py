@@ -50,8 +50,8 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
             parts.append(summarize(runs, by, column).assign(metric=metric))
     counts = df.groupby(by).agg(n_samples=("n", "sum"), prompt_tokens=("prompt_tokens", "first")).reset_index()
     if "n_beyond" in df:
-        share = df.groupby(by).apply(lambda g: g["n_beyond"].sum() / g["n"].sum(), include_groups=False)
-        counts = counts.merge(share.rename("beyond_lookup").reset_index(), on=by)
+        beyond = df.groupby(by)[["n_beyond", "n"]].sum()
+        counts = counts.merge((beyond["n_beyond"] / beyond["n"]).rename("beyond_lookup").reset_index(), on=by)
     t = pd.concat(parts, ignore_index=True).merge(counts, on=by)
     order = {m: i for i, m in enumerate(METRICS)}
     t = t.sort_values(["task", "metric", "scheme", "size"], key=lambda c: c.map(order) if c.name == "metric" else c)
@@ -100,6 +100,6 @@ def _beyond_notes(t: pd.DataFrame) -> dict:
     for task, g in t.groupby("task"):
         share = g.groupby("size")["beyond_lookup"].first()
         if share.gt(0).any():
-            notes[task] = "first lookups beyond training: " + ", ".join(
-                f"{size} {s:.0%}" for size, s in share.items() if s > 0)
+            notes[task] = "first lookups beyond the training sizes', by size: " + ", ".join(
+                f"{size}: {s:.0%}" for size, s in share.items() if s > 0)
     return notes
