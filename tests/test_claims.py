@@ -18,12 +18,22 @@ from sparselen.stats import Resampling, spearman, t_interval, welch_interval
 from sparselen.verdicts import FAILS, HOLDS, INCONCLUSIVE, NOT_RUN, UNSTABLE, seed_resamples
 
 RES = Resampling(n_boot=400, seed=1)
+# each PPC task as its module states it (sparselen.ppc.claims.task_facts): the paper's tasks with
+# input-dependent ids decide C2 (parity_scratchpad, variable_assignment with multi-digit
+# constants), ours do not (pointer_copy), nor the one-digit control; ids independent of the
+# input decide C1
+PPC_TASKS = {
+    "copy_repeat": {"ids_depend_on_input": False, "control": "", "origin": "ours", "id_skips": 0},
+    "parity_scratchpad_dense": {"ids_depend_on_input": False, "control": "", "origin": "paper", "id_skips": 0},
+    "parity_scratchpad": {"ids_depend_on_input": True, "control": "", "origin": "paper", "id_skips": 1},
+    "variable_assignment": {"ids_depend_on_input": True, "control": "content lookups need no coupling",
+                            "origin": "paper", "id_skips": 0},
+    "pointer_copy": {"ids_depend_on_input": True, "control": "", "origin": "ours", "id_skips": 0},
+}
 SEEDS = tuple(range(6))
 FACTS = {"parity": {"train_lengths": (20, 20)},
-         "ppc": {"train_sizes": {t: [2, 4] for t in ("copy_repeat", "variable_assignment", "pointer_copy")},
-                 "input_dependent": ("variable_assignment", "pointer_copy"), "controls": {}},
+         "ppc": {"train_sizes": {t: [2, 4] for t in PPC_TASKS}, "tasks": PPC_TASKS},
          "language": {"sparse_share": 0.9}, "theory": {"floor": 1e-6}}
-CONTROL = {"variable_assignment": "content lookups need no coupling"}
 
 
 def check(data: dict, facts=None) -> pd.DataFrame:
@@ -253,17 +263,32 @@ def test_welch_interval():
 # ----------------------------------------------------------------------------- PPC
 
 
-def ppc_runs(acc, tasks=("pointer_copy", "copy_repeat"), schemes=("nope", "pose", "coupled", "ppc"), seeds=SEEDS,
-             sd=0.01):
-    """``acc(task, scheme, size)``: training sizes 2 and 4, test size 16, per run jittered."""
+def ppc_runs(acc, tasks=("parity_scratchpad", "copy_repeat"), schemes=("nope", "pose", "coupled", "ppc"),
+             seeds=SEEDS, sd=0.01, validation=None):
+    """``acc(task, scheme, size)``: training sizes 2 and 4, test size 16, per run jittered; a
+    validation row at size 16 per run, ``validation(task, scheme)`` (by default as at 16, jittered
+    apart); ppc and coupled runs carry id diagnostics at 16 (half of the first lookups beyond the
+    training sizes', the first id as often right as the whole response)."""
     rows = []
     for task in tasks:
         for scheme in schemes:
             for seed in seeds:
                 for size in (2, 4, 16):
                     c, a = counts(acc(task, scheme, size) + (jitter(sd, task, scheme, seed) if size > 4 else 0), 200)
-                    rows.append({"task": task, "scheme": scheme, "seed": seed, "size": size, "n": 200,
-                                 "correct": c, "accuracy": a})
+                    row = {"task": task, "scheme": scheme, "seed": seed, "size": size, "n": 200, "correct": c,
+                           "accuracy": a, "split": "test"}
+                    if size == 16 and scheme in ("coupled", "ppc"):
+                        row |= {"first_lookup_limit": 9, "n_beyond": 100, "accuracy_within": min(1.0, a + 0.05),
+                                "accuracy_beyond": max(0.0, a - 0.05)}
+                    if size == 16 and scheme == "ppc":
+                        row |= {"first_id_accuracy": a, "later_id_accuracy": 1.0, "first_id_accuracy_within": 1.0,
+                                "first_id_accuracy_beyond": max(0.0, 2 * a - 1)}
+                    rows.append(row)
+                v = (validation(task, scheme) if validation
+                     else acc(task, scheme, 16) + jitter(sd, task, scheme, seed, "v"))
+                c, a = counts(v, 200)
+                rows.append({"task": task, "scheme": scheme, "seed": seed, "size": 16, "n": 200, "correct": c,
+                             "accuracy": a, "split": "validation"})
     return pd.DataFrame(rows)
 
 
@@ -275,44 +300,78 @@ def at_16(**scores):
 def test_ppc_claims_hold_where_coupling_and_prediction_help():
     t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.95))})
     assert verdict(t, "C1") == HOLDS and verdict(t, "C2") == HOLDS
-    assert head(t, "C1")["groups_tested"] == "2 of 2"
-    assert set(t[t["claim"] == "C2"]["group"]) == {"all", "pointer_copy"}  # ids fixed by length elsewhere
-    assert "ppc - pose (best fitted baseline)" in group(t, "C2", "pointer_copy")["reason"]
+    assert head(t, "C1")["groups_tested"] == "1 of 1"  # copy_repeat: parity_scratchpad's ids depend on the input
+    assert set(t[t["claim"] == "C1"]["group"]) == {"all", "copy_repeat"}
+    reference = "copy_repeat (reference: ids independent of the input, PPC must match oracle coupling)"
+    assert set(t[t["claim"] == "C2"]["group"]) == {"all", "parity_scratchpad", reference}
+    reason = group(t, "C2", "parity_scratchpad")["reason"]
+    assert "ppc - pose (best baseline on validation samples)" in reason
+    # the per-step id diagnostics, cited
+    assert re.search(r"ppc ids: first 0\.9\d \(within the training sizes' lookup distances 1\.00, beyond 0\.9\d\), "
+                     r"later 1\.00 \(given a right first id\)", reason)
+    assert re.search(r"coupled exact match: within the training sizes' lookup distances 1\.00, beyond 0\.9\d", reason)
+    assert "50% of first lookups exceed the training sizes' 9 ids" in reason
+    assert "coupled and ppc trained with id skips" in reason
+
+
+def test_the_best_baseline_is_chosen_on_validation_samples():
+    """pose is best on the test samples, nope on the validation samples: the comparison is with
+    nope, so a baseline is never picked for being lucky on the samples it is compared on."""
+    runs = ppc_runs(at_16(nope=0.3, pose=0.5, coupled=0.95, ppc=0.95),
+                    validation=lambda task, scheme: {"nope": 0.6, "pose": 0.4}.get(scheme, 0.9))
+    t = check({"ppc": runs})
+    assert "coupled - nope (the best on validation samples" in group(t, "C1", "copy_repeat")["reason"]
+    row = group(t, "C2", "parity_scratchpad")
+    assert "ppc - nope" in row["reason"] and row["value"] == pytest.approx(0.65, abs=0.02)
+    no_validation = runs[runs["split"] == "test"]
+    t = check({"ppc": no_validation})
+    assert verdict(t, "C1") == INCONCLUSIVE
+    assert "the fitted baselines have no validation samples" in group(t, "C1", "copy_repeat")["reason"]
 
 
 def test_c2_fails_when_ppc_beats_the_baselines_but_falls_short_of_oracle_coupling():
     """The oracle tolerance: ppc far above every baseline, yet 0.35 below oracle coupling."""
     t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.6))})
-    row = group(t, "C2", "pointer_copy")
+    row = group(t, "C2", "parity_scratchpad")
     assert verdict(t, "C2") == FAILS and row["ci_low"] > 0  # the gain over the baselines alone would hold
     assert re.search(r"ppc - coupled -0\.3\d", row["reason"]) and "needs > -0.1" in row["reason"]
 
 
 def test_c2_is_tested_where_coupling_does_not_beat_the_baselines():
-    """On pointer_copy oracle coupling is no better than PoSE (C1 does not hold there) and PPC is
-    below both: C2 does not hold; it is not made inconclusive by C1's outcome."""
-    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.7, coupled=0.7, ppc=0.2), tasks=("pointer_copy",))})
-    assert verdict(t, "C1") == INCONCLUSIVE
-    assert verdict(t, "C2") == FAILS and group(t, "C2", "pointer_copy")["ci_high"] < 0
+    """Oracle coupling no better than PoSE (C1 would not hold there) and PPC below both: C2 does
+    not hold; it is not made inconclusive by how oracle coupling does."""
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.7, coupled=0.7, ppc=0.2), tasks=("parity_scratchpad",))})
+    assert verdict(t, "C2") == FAILS and group(t, "C2", "parity_scratchpad")["ci_high"] < 0
 
 
-def test_a_control_task_is_shown_and_never_decides():
-    """variable_assignment as a control where coupling loses to PoSE and PPC is at zero: C1 and C2
-    are decided on the other tasks alone, and the control's rows say what they are."""
+def test_controls_extensions_and_references_are_shown_and_never_decide():
+    """The one-digit control, our pointer_copy and the dense reference, each far off: C1 and C2
+    are decided on the other tasks alone, and those rows say what they are; pointer_copy, trained
+    without id skips, names the confound."""
     def scores(task, scheme, size):
         if size <= 4:
             return 0.99
-        if task == "variable_assignment":
+        if task in ("variable_assignment", "pointer_copy"):
             return {"nope": 0.2, "pose": 0.9, "coupled": 0.5, "ppc": 0.0}[scheme]
+        if task == "parity_scratchpad_dense":
+            return {"nope": 0.9, "pose": 0.9, "coupled": 0.9, "ppc": 0.3}[scheme]
         return {"nope": 0.0, "pose": 0.1, "coupled": 0.95, "ppc": 0.95}[scheme]
 
-    runs = ppc_runs(scores, tasks=("variable_assignment", "pointer_copy", "copy_repeat"))
-    t = check({"ppc": runs}, {"ppc": {**FACTS["ppc"], "controls": CONTROL}})
-    name = "variable_assignment (control: content lookups need no coupling)"
-    for claim in ("C1", "C2"):
-        assert verdict(t, claim) == HOLDS
-        assert group(t, claim, name)["verdict"] == FAILS and group(t, claim, name)["control"]
-    assert head(t, "C1")["groups_tested"] == "2 of 2" and head(t, "C2")["groups_tested"] == "1 of 1"
+    tasks = ("variable_assignment", "pointer_copy", "parity_scratchpad_dense", "parity_scratchpad", "copy_repeat")
+    t = check({"ppc": ppc_runs(scores, tasks=tasks)})
+    control = "variable_assignment (control: content lookups need no coupling)"
+    extension = "pointer_copy (extension [ours]: not a task the paper tests PPC on)"
+    reference = "parity_scratchpad_dense (reference: ids independent of the input, PPC must match oracle coupling)"
+    assert verdict(t, "C2") == HOLDS and head(t, "C2")["groups_tested"] == "1 of 1"
+    for name in (control, extension, reference):
+        row = group(t, "C2", name)
+        assert row["control"] and row["verdict"] == FAILS
+    confound = "confound: coupled and ppc never trained on a longer one (no id skips)"
+    assert confound in group(t, "C2", extension)["reason"]
+    assert "ppc - coupled -0.60" in group(t, "C2", reference)["reason"]
+    # C1: the tasks whose ids do not depend on the input; parity_scratchpad_dense does not hold
+    assert set(t[(t["claim"] == "C1") & (t["group"] != "all")]["group"]) == {"parity_scratchpad_dense", "copy_repeat"}
+    assert verdict(t, "C1") == INCONCLUSIVE  # coupled - best baseline 0.00 on the dense form
 
 
 def test_a_baseline_that_never_learned_leaves_the_task_untested_not_true():
@@ -320,7 +379,7 @@ def test_a_baseline_that_never_learned_leaves_the_task_untested_not_true():
     never = ppc_runs(lambda task, scheme, size: 0.0 if scheme in ("nope", "pose") else at_16(
         nope=0, pose=0, coupled=0.95, ppc=0.9)(task, scheme, size))
     t = check({"ppc": never})
-    assert verdict(t, "C1") == INCONCLUSIVE and head(t, "C1")["groups_tested"] == "0 of 2"
+    assert verdict(t, "C1") == INCONCLUSIVE and head(t, "C1")["groups_tested"] == "0 of 1"
     row = group(t, "C1", "copy_repeat")
     assert not row["tested"] and "no baseline fit its training sizes (nope 0/6, pose 0/6)" in row["reason"]
     assert "baselines until they fit" in head(t, "C1")["resolve"]
@@ -331,10 +390,29 @@ def test_close_schemes_leave_c1_inconclusive():
     assert verdict(t, "C1") == INCONCLUSIVE and "below the resolution" in head(t, "C1")["reason"]
 
 
-def test_no_input_dependent_task_leaves_c2_untested():
-    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.9), tasks=("copy_repeat",))})
-    assert verdict(t, "C2") == INCONCLUSIVE and "no task whose coupled ids depend on the input" in head(t, "C2")[
-        "reason"]
+def test_no_paper_task_with_input_dependent_ids_leaves_c2_untested():
+    scores = at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.9)
+    t = check({"ppc": ppc_runs(scores, tasks=("copy_repeat", "pointer_copy"))})
+    assert verdict(t, "C2") == INCONCLUSIVE
+    assert "none of the paper's tasks whose coupled ids depend on the input was run" in head(t, "C2")["reason"]
+    t = check({"ppc": ppc_runs(scores, tasks=("parity_scratchpad",))})
+    assert verdict(t, "C1") == INCONCLUSIVE
+    assert "no task whose coupled ids are independent of the input" in head(t, "C1")["reason"]
+
+
+def test_what_a_task_is_to_the_claims_follows_from_its_module():
+    """The facts the claims read: from the task's code at the section's sampler settings."""
+    from sparselen.ppc import claims as ppc_claims
+
+    section = {"tasks": ["variable_assignment", "variable_assignment_digits", "parity_scratchpad_dense"],
+               "variable_assignment": {"train_sizes": [2, 4], "value_digits": [1, 1]},
+               "variable_assignment_digits": {"train_sizes": [2, 4], "value_digits": [2, 4], "id_skips": 1},
+               "parity_scratchpad_dense": {"train_sizes": [4, 8], "dense": True}}
+    f = ppc_claims.facts(section)["tasks"]
+    assert f["variable_assignment"]["control"] and not f["variable_assignment_digits"]["control"]
+    assert f["variable_assignment_digits"] == {"ids_depend_on_input": True, "control": "", "origin": "paper",
+                                               "id_skips": 1}
+    assert not f["parity_scratchpad_dense"]["ids_depend_on_input"]
 
 
 # ----------------------------------------------------------------------------- theory
