@@ -5,6 +5,7 @@ every function receives the rule's named inputs, outputs, params and wildcards
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,11 +21,13 @@ from sparselen.language import token_files as token_file_format
 from sparselen.language.evaluate import loss_by_position as losses_by_position
 from sparselen.language.evaluate import position_bins
 from sparselen.language.figures import figures as draw_figures
+from sparselen.language.progress import Progress, fingerprint
 from sparselen.language.tables import TABLES
 from sparselen.provenance import provenance
+from sparselen.resumable import ANALYSIS_PROGRESS
 from sparselen.rng import generator
 from sparselen.stats import t_interval
-from sparselen.run import Run
+from sparselen.run import Run, identity
 from sparselen.tables import runs_provenance, write_table
 from sparselen.train import TrainConfig, load_model
 from sparselen.train import train as train_model
@@ -134,22 +137,24 @@ def loss_by_position(job) -> None:
 
 
 def analyze(job) -> None:
-    """Screen tokens, then greedy and cheap-selector L_k (params analysis, contexts)."""
+    """Screen tokens, then greedy and cheap-selector L_k (params analysis, contexts). Resumable:
+    its stages and per-token searches are kept beside the outputs (``sparselen.language.progress``)."""
     a, ctx, dev = job.params.analysis, job.params.contexts, runtime(job).device
     model, prov = load_model(job.input.model, dev)
     docs = data.load_tokens(job.input.tokens)["eval"]
     short, long = ctx["short"], ctx["long"]
-    screened = analysis.screen(model, docs, a, short, long, dev)
-    screened["seed"], screened["config_hash"] = prov["seed"], prov["config_hash"]
-    io.write_csv(screened, job.output.screen)
+    progress = Progress(Path(job.output.deps).parent / ANALYSIS_PROGRESS,
+                        fingerprint(identity(job), job.input.model, docs))
+    screened = progress.stage("screen", lambda: analysis.screen(model, docs, a, short, long, dev))
+    io.write_csv(screened.assign(seed=prov["seed"], config_hash=prov["config_hash"]), job.output.screen)
     n = int(screened["analysed"].sum())
     log.info("%d of %d tokens have benefit >= %s; analysing %d", int((screened["benefit"] >= a["min_benefit"]).sum()),
              len(screened), a["min_benefit"], n)
     if n < 2:
         raise ValueError(f"only {n} of {len(screened)} screened tokens have L_short - L_long >= "
                          f"language.analysis.min_benefit = {a['min_benefit']}; lower it or raise candidates")
-    deps = analysis.sparse_dependency(model, docs, screened, a, short, long, dev)
-    planted, planted_deps = analysis.planted_control(model, docs, a, short, long, dev)
+    deps = analysis.sparse_dependency(model, docs, screened, a, short, long, dev, progress)
+    planted, planted_deps = analysis.planted_control(model, docs, a, short, long, dev, progress)
     log.info("planted control: %d of %d repeats beyond the short window have benefit >= %s",
              int(planted["analysed"].sum()), int(planted["beyond"].sum()), a["min_benefit"])
     deps = pd.concat([deps, planted_deps], ignore_index=True)
