@@ -39,7 +39,8 @@ def corpus_size(c: dict, chars_per_document: float = 2200.0) -> tuple[float, flo
 
 
 def corpus(job, config) -> Work:
-    return Work(model_job=False).unit("read_char", corpus_size(job.params.corpus)[1])
+    """The documents are read twice: counted, then split (sparselen.language.corpus)."""
+    return Work(model_job=False).unit("read_char", 2 * corpus_size(job.params.corpus)[1])
 
 
 def tokenizer(job, config) -> Work:
