@@ -71,6 +71,9 @@ rule language_tokenizer:
         GROUP_DATA
     conda:
         ENV
+    resources:
+        # BPE training counts the corpus' distinct words: its memory grows with the corpus
+        mem_mb=config["resources"]["mem_mb"],
     params:
         tokenizer=LANG["tokenizer"],
     script:
