@@ -1,6 +1,7 @@
 """The language analysis on an accelerator's terms: saliency keeps no parameter gradients, every
-forward pass runs under the training's autocast, and the analysis job resumes after a kill to
-exactly the rows of an uninterrupted run."""
+forward pass runs under the training's autocast, the job runs on a (simulated) GPU with no
+tensor on the wrong device, and it resumes after a kill to exactly the rows of an uninterrupted
+run."""
 
 import contextlib
 import logging
@@ -134,12 +135,24 @@ def analysis_inputs(tmp_path_factory):
     return {"model": str(tmp / "model.pt"), "tokens": str(tmp / "tokens.json")}
 
 
-def analyze(inputs, out, **changes):
+def analyze(inputs, out, config=None, **changes):
     out.mkdir(exist_ok=True)
     outputs = {name: str(out / f"{name}.csv") for name in ("screen", "planted")} | {"deps": str(out / "dependency.csv")}
-    run(Job.of("language_analyze", input=inputs, output=outputs, wildcards={"seed": 0},
+    run(Job.of("language_analyze", input=inputs, output=outputs, wildcards={"seed": 0}, config=config,
                params={"analysis": {**ANALYSIS, **changes}, "contexts": {"short": SHORT, "long": LONG}}))
     return [out / "screen.csv", out / "dependency.csv", out / "planted.csv"]
+
+
+def test_the_analysis_on_a_simulated_gpu_gives_the_cpu_rows(analysis_inputs, tmp_path, monkeypatch):
+    """Every pass of the analysis with the model on a (simulated) GPU: no tensor on the wrong
+    device, and the same rows as on the CPU (the simulation computes on the CPU, no autocast)."""
+    from sparselen import simulated_cuda
+
+    on_cpu = analyze(analysis_inputs, tmp_path / "cpu")
+    monkeypatch.setenv(simulated_cuda.ENV, "1")
+    on_gpu = analyze(analysis_inputs, tmp_path / "gpu", config={"device": "cuda"})
+    for a, b in zip(on_cpu, on_gpu):
+        assert a.read_bytes() == b.read_bytes(), a.name
 
 
 class Killed(Exception):
