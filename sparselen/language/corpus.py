@@ -121,7 +121,7 @@ def write_split(cfg: dict, paths: dict) -> dict:
     with contextlib.ExitStack() as stack:  # files closed (last in, first out), then moved into place
         tmp = {split: stack.enter_context(io.atomic_path(paths[split])) for split in ("train", "eval")}
         files = {split: stack.enter_context(open(t, "w", encoding="utf-8")) for split, t in tmp.items()}
-        for doc, e in zip(documents(cfg), held_out.tolist()):
+        for doc, e in zip(documents(cfg), held_out.numpy()):
             split = "eval" if e else "train"
             files[split].write(json.dumps(doc) + "\n")
             counts[split]["documents"] += 1

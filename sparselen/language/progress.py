@@ -26,12 +26,12 @@ import pandas as pd
 import torch
 
 from sparselen import io
-from sparselen.resumable import source_fingerprint
+from sparselen.resumable import TRAINER, source_fingerprint
 
 log = logging.getLogger(__name__)
+# the package modules that compute the analysis' numbers: its own, and the models it runs
 CODE = ("language/analysis.py", "language/controls.py", "language/data.py", "language/dependency.py",
-        "language/evaluate.py", "language/progress.py", "architectures.py", "device.py", "model.py",
-        "modelfile.py", "olmo.py", "rng.py")  # the package modules that compute the analysis' numbers
+        "language/evaluate.py", "language/progress.py", "modelfile.py", *TRAINER)
 
 
 def file_digest(path) -> str:
