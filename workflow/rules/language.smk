@@ -39,7 +39,8 @@ LANG_PRIORITY = 1
 
 rule language_corpus:
     output:
-        corpus=f"{LANG_DIR}/corpus.json",
+        train=f"{LANG_DIR}/corpus/train.jsonl",
+        eval=f"{LANG_DIR}/corpus/eval.jsonl",
         summary=f"{LANG_DIR}/corpus_summary.json",
     log:
         "logs/language/corpus.log",
@@ -58,7 +59,7 @@ rule language_corpus:
 
 rule language_tokenizer:
     input:
-        corpus=rules.language_corpus.output.corpus,
+        train=rules.language_corpus.output.train,
     output:
         tokenizer=f"{LANG_DIR}/tokenizer.json",
     log:
@@ -70,6 +71,9 @@ rule language_tokenizer:
         GROUP_DATA
     conda:
         ENV
+    resources:
+        # BPE training counts the corpus' distinct words: its memory grows with the corpus
+        mem_mb=config["resources"]["mem_mb"],
     params:
         tokenizer=LANG["tokenizer"],
     script:
@@ -78,10 +82,13 @@ rule language_tokenizer:
 
 rule language_tokens:
     input:
-        corpus=rules.language_corpus.output.corpus,
+        train=rules.language_corpus.output.train,
+        eval=rules.language_corpus.output.eval,
         tokenizer=rules.language_tokenizer.output.tokenizer,
     output:
-        tokens=f"{LANG_DIR}/tokens.pt",
+        tokens=f"{LANG_DIR}/tokens/tokens.json",
+        train=f"{LANG_DIR}/tokens/train.npy",
+        eval=f"{LANG_DIR}/tokens/eval.npy",
     log:
         "logs/language/tokens.log",
     benchmark:
