@@ -77,7 +77,9 @@ class Term:
 class Work:
     terms: list = field(default_factory=list)
     units: dict = field(default_factory=dict)
-    # training part only, for resubmission arithmetic: steps and checkpoint interval
+    # the part a killed attempt keeps, for resubmission arithmetic: its terms' kinds, its units
+    # (training steps, the analysis's searches) and how many units a checkpoint holds
+    resumable: tuple = ("train",)
     train_steps: int = 0
     checkpoint_every: int = 0
     model_job: bool = True  # False: no model (data, tables, figures): always on the CPU profile
@@ -140,15 +142,17 @@ def aggregate(job=None, config=None) -> Work:
 
 
 def seconds(work: Work, profile: Profile) -> dict:
-    """Predicted seconds of one job: total, and its training part (for checkpoint arithmetic)."""
+    """Predicted seconds of one job: total, and its resumable part (``work.resumable``: what its
+    checkpoints keep, for the resubmission arithmetic)."""
     total, train = profile.job_s, 0.0
     for t in work.terms:
         s = t.flops / profile.rate(t.d_model)
         if t.kind == "train":  # the per-layer overheads (kernel launches) come with every pass
             s += t.calls * (profile.step_s + t.passes * t.n_layer * profile.step_layer_s)
-            train += s
         else:
             s += t.calls * (profile.call_s + t.n_layer * profile.call_layer_s) * (2 if t.kind == "grad" else 1)
+        if t.kind in work.resumable:
+            train += s
         total += s
     units = dict(work.units)
     if work.model_job:

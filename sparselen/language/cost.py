@@ -138,6 +138,8 @@ def analysis_work(shape: Shape, a: dict, short: int, long: int) -> Work:
     # repeat beyond the short window
     beyond = sum(d > short for d in pl["distances"]) / len(pl["distances"])
     n_greedy = n_tok * (2 if a["null_control"] else 1) + int(pl["tokens"] * beyond)
+    # the job keeps its progress after each token's greedy search (sparselen.language.progress)
+    w.resumable, w.train_steps, w.checkpoint_every = ("forward", "grad"), n_greedy, 1
     for j in range(kmax):  # greedy step j: n_far - j candidates of short + j + 1 tokens, per token
         sizes = chunks(n_far - j, B)
         w.add("forward", n_greedy * len(sizes),

@@ -67,7 +67,7 @@ def _shape(model: dict, scheme: str, task: str, max_position_id: int) -> Shape:
 
 def _model(model: dict, scheme: str, task: str, max_position_id: int, id_embedding: list) -> ModelConfig:
     """A run's model config, as ``ppc.jobs.train`` builds it."""
-    return ModelConfig(vocab_size=len(TASKS[task].VOCAB), scheme=scheme, max_position_id=max_position_id,
+    return ModelConfig(vocab_size=len(task_module(task).VOCAB), scheme=scheme, max_position_id=max_position_id,
                        id_embedding=scheme in id_embedding, **model)
 
 

@@ -11,6 +11,8 @@ LANG_CTX = LANG["contexts"]
 # training job).
 LANG_PROCS = LANG["parallel"]["processes"]
 LANG_NODES = LANG["parallel"]["nodes"]
+# Minutes of a language training or analysis (None: resources.runtime).
+LANG_RUNTIME = config["resources"].get("language_runtime")
 LANG_DIR = "results/language"
 LANG_RUN = f"{LANG_DIR}/ctx{{context}}/{{run}}/seed{{seed}}"
 LANG_RUNS = [
@@ -146,7 +148,7 @@ rule language_train:
         ENV
     threads: THREADS * LANG_PROCS
     resources:
-        **job_resources(processes=LANG_PROCS, nodes=LANG_NODES),
+        **job_resources(LANG_RUNTIME, processes=LANG_PROCS, nodes=LANG_NODES),
     params:
         model=lambda w: sparselen.variants.run_model(LANG["model"], LANG, w.run),
         scheme=lambda w: sparselen.variants.run_scheme(LANG, w.run),
@@ -197,7 +199,7 @@ rule language_analyze:
         ENV
     threads: THREADS
     resources:
-        **job_resources(),
+        **job_resources(LANG_RUNTIME),
     params:
         analysis=LANG["analysis"],
         contexts=LANG_CTX,
