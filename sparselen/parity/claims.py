@@ -3,14 +3,15 @@ evaluation tables (docs/reconstruction.md, "Claims").
 
 Each test works per K_train (a group) on the runs that fit each k_test <= K_train on the
 training lengths, computes one value per training seed and decides on the Student-t interval
-of those values (``sparselen.stats.t_interval``)."""
+of those values (``sparselen.stats.t_interval``; P2's retained margins floored at their
+evaluation noise)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from sparselen.stats import spearman, t_interval
+from sparselen.stats import binomial_noise, ratio_noise, spearman, t_interval
 from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, gate_result, interval_result,
                                 seeds_design)
 
@@ -31,16 +32,19 @@ def facts(section: dict) -> dict:
 
 
 def accuracies(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
-    """Per (K_train, seed, k_test): accuracy on the training lengths (``in``, pooled), whether
-    the run fits the cell (accuracy >= FIT at every evaluated training length), and its accuracy
-    at every length (columns = lengths)."""
+    """Per (K_train, seed, k_test): accuracy on the training lengths (``in``, pooled, measured
+    on ``n_in`` samples), whether the run fits the cell (accuracy >= FIT at every evaluated
+    training length), and its accuracy at every length (columns = lengths; the samples of each,
+    columns ``("n", length)``)."""
     lo, hi = s.facts["train_lengths"]
     key = ["K_train", "seed", "k_test"]
     inside = runs[runs["length"].between(lo, hi)].groupby(key)
     cells = pd.DataFrame({"fit": inside["accuracy"].min().ge(FIT),
-                          "in": inside["correct"].sum() / inside["n"].sum()})
+                          "in": inside["correct"].sum() / inside["n"].sum(), "n_in": inside["n"].sum()})
     by_length = runs.pivot_table(index=key, columns="length", values="accuracy", aggfunc="first")
-    return cells.join(by_length, how="inner")
+    samples = runs.pivot_table(index=key, columns="length", values="n", aggfunc="first")
+    samples.columns = [("n", length) for length in samples.columns]
+    return cells.join(by_length, how="inner").join(samples)
 
 
 def _groups(runs: pd.DataFrame, s: Settings):
@@ -90,6 +94,12 @@ def retained_margin(acc, acc_in):
         return (acc - CHANCE) / (acc_in - CHANCE)
 
 
+def retained_noise(cells: pd.DataFrame, length: int) -> np.ndarray:
+    """Evaluation-noise variance of each cell's retained margin at ``length``."""
+    return ratio_noise(cells[length] - CHANCE, cells["in"] - CHANCE,
+                       binomial_noise(cells[length], cells[("n", length)]), binomial_noise(cells["in"], cells["n_in"]))
+
+
 def parity_retained(data: dict, s: Settings) -> list[Result]:
     """P2: at k_test = K_train, more than RETAINED of the in-distribution margin above chance is
     kept at the longest length."""
@@ -100,7 +110,7 @@ def parity_retained(data: dict, s: Settings) -> list[Result]:
             continue
         longest, at_k = _longest(cells), cells[cells["k_test"] == K]
         kept = retained_margin(at_k[longest], at_k["in"])
-        mean, lo, hi = t_interval(kept)
+        mean, lo, hi = t_interval(kept, noise=retained_noise(at_k, longest))
         out.append(interval_result(name, mean, lo, hi, RETAINED,
                                    note=f"k_test={K}, length {longest}, mean of {len(kept)} seeds"))
     return out

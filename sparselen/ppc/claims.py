@@ -3,15 +3,15 @@ per-run evaluation tables (docs/reconstruction.md, "Claims").
 
 Each test works per task (a group) on the runs that fit their training sizes and compares
 schemes at the largest evaluated size by Welch's t interval over the runs' exact match
-(``sparselen.stats.welch_interval``). A task that needs no coupling (its module's ``control``)
-is a control: shown, never part of the verdict."""
+(``sparselen.stats.welch_interval``, floored at each run's evaluation noise). A task that needs
+no coupling (its module's ``control``) is a control: shown, never part of the verdict."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from sparselen.ppc.tasks import TASKS, sampler_params
-from sparselen.stats import welch_interval
+from sparselen.stats import binomial_noise, welch_interval
 from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide, gate_result,
                                 interval_result, seeds_design, verdict_result)
 
@@ -34,19 +34,22 @@ def facts(section: dict) -> dict:
 
 def run_scores(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
     """Per (task, scheme, seed): whether the run fits (exact match >= FIT at every evaluated
-    training size) and its exact match at the task's largest evaluated size."""
+    training size), its exact match at the task's largest evaluated size and the samples it
+    was measured on (``n``)."""
     parts = []
     for task, g in runs.groupby("task"):
         lo, hi = s.facts["train_sizes"].get(task, (g["size"].min(), g["size"].min()))
         key = ["task", "scheme", "seed"]
         fit = g[g["size"].between(lo, hi)].groupby(key)["accuracy"].min().ge(FIT).rename("fit")
-        largest = g[g["size"] == g["size"].max()].groupby(key)["accuracy"].first().rename("largest")
-        parts.append(pd.concat([fit, largest], axis=1).assign(size=g["size"].max()))
+        largest = g[g["size"] == g["size"].max()].groupby(key)[["accuracy", "n"]].first()
+        parts.append(pd.concat([fit, largest.rename(columns={"accuracy": "largest"})], axis=1)
+                     .assign(size=g["size"].max()))
     return pd.concat(parts).reset_index()
 
 
 class TaskRuns:
-    """One task's runs: the fitted runs' exact match at the largest size per scheme."""
+    """One task's runs: the fitted runs' exact match at the largest size per scheme, and its
+    evaluation noise."""
 
     def __init__(self, task: str, scores: pd.DataFrame, s: Settings):
         self.task, self.size = task, int(scores["size"].iloc[0])
@@ -55,6 +58,7 @@ class TaskRuns:
         fitted = scores[scores["fit"]]
         self.fitted = {sc: g["largest"].to_numpy(float) for sc, g in fitted.groupby("scheme")
                        if len(g) >= MIN_FITTED_RUNS}
+        self.noise = {sc: binomial_noise(g["largest"], g["n"]) for sc, g in fitted.groupby("scheme")}
         self.baselines = [sc for sc in self.counts if sc not in (ORACLE, PREDICTED)]
 
     @property
@@ -83,7 +87,7 @@ class TaskRuns:
         return None
 
     def difference(self, a: str, b: str) -> tuple[float, float, float]:
-        return welch_interval(self.fitted[a], self.fitted[b])
+        return welch_interval(self.fitted[a], self.fitted[b], noise_a=self.noise[a], noise_b=self.noise[b])
 
 
 def _tasks(data: dict, s: Settings):

@@ -2,14 +2,15 @@
 evaluation tables of the idealized model and the GPT (docs/reconstruction.md, "Claims").
 
 Each test works per (model, k) on the runs that fit at Lbar = L, with one value per training
-seed: a Student-t interval over seeds for one law, Welch's t interval to compare two laws."""
+seed: a Student-t interval over seeds for one law, Welch's t interval to compare two laws,
+accuracies floored at their evaluation noise (``sparselen.stats.binomial_noise``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from sparselen.stats import t_interval, welch_interval
+from sparselen.stats import binomial_noise, ratio_noise, t_interval, welch_interval
 from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide, gate_result,
                                 interval_result, seeds_design, verdict_result)
 
@@ -28,17 +29,29 @@ def facts(section: dict) -> dict:
 
 def per_run(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
     """Per (model, distribution, k, seed): whether it fits (1 - error >= FIT at Lbar = L), its
-    accuracy and log loss (floored) at every Lbar/L (columns ``("acc", ratio)``,
-    ``("loss", ratio)``) and chance accuracy 1/q."""
+    accuracy, the samples it was measured on and log loss (floored) at every Lbar/L (columns
+    ``("acc", ratio)``, ``("n", ratio)``, ``("loss", ratio)``) and chance accuracy 1/q."""
     key = ["model", "distribution", "k", "seed"]
     wide = runs.assign(acc=1 - runs["error"], loss=np.maximum(runs["log_loss"], s.facts["floor"])).pivot_table(
-        index=key, columns="ratio", values=["acc", "loss"], aggfunc="mean")
+        index=key, columns="ratio", values=["acc", "loss", "n"], aggfunc="mean")
     wide.columns = list(wide.columns)  # (kind, ratio) tuples, beside the flat columns below
     return wide.assign(fit=wide[("acc", 1)] >= FIT, chance=1 / runs.groupby(key)["n_values"].first()).reset_index()
 
 
 def _ratios(table: pd.DataFrame, kind: str) -> list:
     return sorted(c[1] for c in table.columns if isinstance(c, tuple) and c[0] == kind)
+
+
+def acc_noise(runs: pd.DataFrame, ratio) -> np.ndarray:
+    """Evaluation-noise variance of each run's accuracy at ``ratio``."""
+    return binomial_noise(runs[("acc", ratio)], runs[("n", ratio)])
+
+
+def kept_margin(runs: pd.DataFrame, ratio) -> tuple[pd.Series, np.ndarray]:
+    """Per run, the share of its accuracy margin above chance at Lbar = L kept at ``ratio``,
+    (acc - 1/q) / (acc_L - 1/q), and its evaluation-noise variance."""
+    num, den = runs[("acc", ratio)] - runs["chance"], runs[("acc", 1)] - runs["chance"]
+    return num / den, ratio_noise(num, den, acc_noise(runs, ratio), acc_noise(runs, 1))
 
 
 def _fitted(g: pd.DataFrame, dist: str, name: str, control: bool = False) -> tuple[pd.DataFrame, Result | None]:
@@ -71,7 +84,8 @@ def theory_coupling(data: dict, s: Settings) -> list[Result]:
             if gate or gate2:
                 out.append(gate2 or gate_result(group, gate.reason, gate.resolve, control))
                 continue
-            diff, lo, hi = welch_interval(other[("acc", rmax)], local[("acc", rmax)])
+            diff, lo, hi = welch_interval(other[("acc", rmax)], local[("acc", rmax)], noise_a=acc_noise(other, rmax),
+                                          noise_b=acc_noise(local, rmax))
             out.append(interval_result(group, diff, lo, hi, -NONINFERIORITY, control=control,
                                        note=f"Lbar/L = {rmax:g}: {dist} - local accuracy, {len(other)} and "
                                             f"{len(local)} runs (needs > -{NONINFERIORITY:.2g})"))
@@ -98,8 +112,8 @@ def theory_local(data: dict, s: Settings) -> list[Result]:
             continue
         rmax = max(_ratios(g, "acc"))
         log_c, c_lo, c_hi = t_interval(np.log(bound_constants(runs)))
-        kept = (runs[("acc", rmax)] - runs["chance"]) / (runs[("acc", 1)] - runs["chance"])
-        k_mean, k_lo, k_hi = t_interval(kept)
+        kept, noise = kept_margin(runs, rmax)
+        k_mean, k_lo, k_hi = t_interval(kept, noise=noise)
         verdict = both(decide(c_lo, c_hi, np.log(BOUND_CONSTANT), above=False), decide(k_lo, k_hi, RETAINED))
         note = (f"C needed {np.exp(log_c):.3g} [{np.exp(c_lo):.3g}, {np.exp(c_hi):.3g}] (geometric mean over "
                 f"{len(runs)} runs; needs <= {BOUND_CONSTANT:g}); accuracy margin kept at Lbar/L = {rmax:g}: "
