@@ -458,6 +458,26 @@ def test_t1_fails_when_coupling_falls_below_local():
     assert verdict(t, "T1") == FAILS and group(t, "T1", "sfa k=2")["ci_high"] < -0.1
 
 
+def test_t1_on_two_models_at_chance_is_not_tested():
+    """Every law at chance beyond L: coupled - local is 0, inside the margin, but no model
+    generalizes, so there is nothing for coupling to be as good as. T1 held on this."""
+    t = check({"theory": theory_runs(lambda d, r: 0.5 if r > 1 else 0.98)})
+    row = group(t, "T1", "sfa k=2")
+    assert verdict(t, "T1") == INCONCLUSIVE and not row["tested"]
+    assert re.search(r"local law's model keeps -?0\.0\d .* of its margin at Lbar/L = 8 \(needs > 0.5\)", row["reason"])
+    assert "until it generalizes" in head(t, "T1")["resolve"]
+
+
+def test_t1_needs_a_reference_that_falls_short():
+    """Every law generalizes, the non-local one too: the comparison cannot tell a law that needs
+    locality from one that does not, so coupled matching local says nothing. T1 held on this."""
+    t = check({"theory": theory_runs(lambda d, r: 0.98)})
+    row = group(t, "T1", "sfa k=2")
+    assert verdict(t, "T1") == INCONCLUSIVE and not row["tested"]
+    assert "non-local reference does not fall short of local by more than 0.1" in row["reason"]
+    assert group(t, "T1", "sfa k=2: nonlocal (reference)")["verdict"] == HOLDS
+
+
 def test_t2_fails_a_model_at_chance_beyond_training():
     """Log loss 0.05 at L, at chance (log 2) at every Lbar >= 2L: the loss itself stays within
     16 (Lbar/L)^2 x loss(L), but the accuracy keeps none of its margin above chance."""
