@@ -494,6 +494,30 @@ def test_t2_fails_where_the_loss_outgrows_the_bound():
     assert verdict(t, "T2") == FAILS and row["ci_low"] > 16 and "needs <= 16" in row["reason"]
 
 
+def test_t2_at_the_loss_floor_says_so_and_gives_no_constant():
+    """Log loss below the floor (1e-6) at every Lbar: floored, every run "needs" C = 1/4, a
+    number the floor makes, not the model. The runs are reported at the floor and the bound is
+    not tested; T2 held on this. With half the runs above the floor the bound is decided on
+    those, and the others are counted."""
+    t = check({"theory": theory_runs(lambda d, r: 0.98, loss=lambda d, r: 1e-7)})
+    row = group(t, "T2", "sfa k=2")
+    assert verdict(t, "T2") == INCONCLUSIVE and not row["tested"] and np.isnan(row["value"])
+    assert "6 of 6 runs at the floor (loss at L <= 1e-06, not resolved): no C" in row["reason"]
+    assert "the bound not tested: 0 runs with a loss at L above the floor" in row["reason"]
+    assert "above theory.floor" in head(t, "T2")["resolve"]
+    runs = theory_runs(lambda d, r: 0.98)
+    runs.loc[runs["seed"] < 3, "log_loss"] = 1e-7
+    half = group(check({"theory": runs}), "T2", "sfa k=2")
+    assert half["verdict"] == HOLDS and "over 3 runs" in half["reason"] and "3 of 6 runs at the floor" in half["reason"]
+
+
+def test_t2_says_where_the_bound_allows_a_chance_level_loss():
+    """A loss at L of 0.01: at Lbar = 8 L the bound allows 16 x 64 x 0.01 = 10 nats, more than a
+    model at chance (log 2), so only the accuracy condition can fail these runs."""
+    t = check({"theory": theory_runs(lambda d, r: 0.98, loss=lambda d, r: 0.01)})
+    assert "on 6 of them the bound allows more than a chance-level loss" in group(t, "T2", "sfa k=2")["reason"]
+
+
 def test_unfitted_laws_and_k1_leave_the_theory_claims_untested():
     unfit = check({"theory": theory_runs(lambda d, r: 0.6 if d == "coupled" else 0.98)})
     row = group(unfit, "T1", "sfa k=2")
