@@ -106,7 +106,7 @@ def test_parity_claims_hold_where_sparser_generalizes_better():
 
 
 def test_parity_claims_fail_where_denser_generalizes_better():
-    t = check({"parity": parity_runs(denser_wins)})
+    t = check({"parity": parity_runs(denser_wins, lengths=(20, 50, 100, 200))})
     assert verdict(t, "P1") == FAILS and verdict(t, "P3") == FAILS
     assert head(t, "P1")["reason"].startswith("K_train=4 does not hold")
     assert verdict(t, "P2") == HOLDS  # k_test = K_train = 4 keeps most of its margin here
@@ -119,7 +119,7 @@ def test_a_trained_sparsity_at_chance_fails_p2_and_a_flat_one_leaves_p1_inconclu
     assert verdict(t, "P1") == INCONCLUSIVE and "below the resolution" in head(t, "P1")["reason"]
 
 
-def test_p3_reads_the_whole_curve_not_the_longest_length():
+def test_p3_reads_the_lengths_p1_does_not():
     """Every k_test ends at the same accuracy at the longest length (P1 has nothing to rank), but
     the denser ones fall there sooner: P3 holds, so it is not P1 again."""
     def sooner(K, k, L, s):
@@ -128,6 +128,23 @@ def test_p3_reads_the_whole_curve_not_the_longest_length():
     t = check({"parity": parity_runs(sooner, sd=0.0)})
     assert verdict(t, "P3") == HOLDS
     assert group(t, "P1", "K_train=4")["value"] == 0  # the longest length is flat in k_test
+
+
+def test_p3_does_not_count_the_length_p1_ranks():
+    """Every k_test equal at the intermediate length, the denser ones lower only at the longest:
+    P1 holds there, and P3, which read the longest length too, held on the same evidence. Now
+    P3 has nothing to rank on its own lengths, and its criterion says the two share runs."""
+    def only_at_the_end(K, k, L, s):
+        return 0.5 if k > K else {20: 0.99, 50: 0.9, 100: 0.99 - 0.1 * k}[L]
+
+    t = check({"parity": parity_runs(only_at_the_end, sd=0.0)})
+    assert verdict(t, "P1") == HOLDS and verdict(t, "P3") == INCONCLUSIVE
+    row = group(t, "P3", "K_train=4")
+    assert row["value"] == 0 and "over lengths 50-50 (P1's runs, not its length)" in row["reason"]
+    assert "not independent evidence" in head(t, "P3")["criterion"]
+    short = check({"parity": parity_runs(sparse_wins, lengths=(20, 100))})
+    assert "no evaluated length between the training lengths and the longest (100, P1's)" in group(
+        short, "P3", "K_train=4")["reason"]
 
 
 def test_two_trained_sparsities_cannot_be_ranked_and_the_claim_is_decided_on_the_other_k_train():
