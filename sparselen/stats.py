@@ -8,7 +8,9 @@
   ``ratio_noise``): seeds that agree exactly do not make an interval of zero width.
 - Over tokens (the natural-language statistics): plain bootstrap (``bootstrap_ci``) and
   resamples of whole documents (``ClusterBootstrap``, ``cluster_interval``, ``cluster_ci``),
-  since tokens of one document are not independent.
+  since tokens of one document are not independent; a difference between two kinds of tokens
+  within strata of a third variable (``stratified_difference``) and its null, the labels
+  shuffled within the strata (``shuffled_within``).
 
 ``Resampling`` carries the bootstrap settings; its generators are keyed by names, so every
 statistic draws the same replicates in every process.
@@ -134,6 +136,39 @@ def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- tokens
+
+
+def stratified_difference(x, label, strata, w=None) -> np.ndarray:
+    """Mean of ``x`` on rows with ``label`` minus on rows without, within each stratum, averaged
+    over the strata that have both with weights n1 n0 / (n1 + n0) (the precision of each
+    stratum's difference): a comparison the variable that defines the strata cannot confound.
+    ``label`` and the row weights ``w`` may carry a leading axis (shuffles, bootstrap
+    replicates); NaN where no stratum has both kinds of rows."""
+    x, label, strata = np.asarray(x, dtype=float), np.asarray(label, dtype=bool), np.asarray(strata)
+    w = np.ones(x.shape) if w is None else np.asarray(w, dtype=float)
+    total = weight = 0.0
+    for h in np.unique(strata):
+        inside = strata == h
+        w1, w0 = w * (label & inside), w * (~label & inside)
+        n1, n0 = w1.sum(-1), w0.sum(-1)
+        ok = (n1 > 0) & (n0 > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diff = (w1 * x).sum(-1) / n1 - (w0 * x).sum(-1) / n0
+            size = n1 * n0 / (n1 + n0)
+        total = total + np.where(ok, size * diff, 0.0)
+        weight = weight + np.where(ok, size, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / weight
+
+
+def shuffled_within(label, strata, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` shuffles of ``label`` [rows], each within every stratum: [n, rows]."""
+    label, strata = np.asarray(label), np.asarray(strata)
+    out = np.tile(label, (n, 1))
+    for h in np.unique(strata):
+        rows = np.flatnonzero(strata == h)
+        out[:, rows] = rng.permuted(out[:, rows], axis=1)
+    return out
 
 
 def bootstrap_ci(values, stat=np.median, n_boot: int = 2000, seed: int = 0,

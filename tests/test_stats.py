@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sparselen.stats import binomial_noise, ratio_noise, summarize, t_interval, welch_interval
+from sparselen.stats import (binomial_noise, ratio_noise, shuffled_within, stratified_difference, summarize,
+                             t_interval, welch_interval)
 
 
 def test_t_interval_known_values():
@@ -44,3 +45,19 @@ def test_the_noise_floor_shrinks_p_away_from_0_and_1_and_only_floors_the_spread(
     assert t_interval(spread, noise=binomial_noise(spread, 200)) == t_interval(spread)
     # a ratio's noise: var(a/b) ~ var(a)/b^2 + a^2 var(b)/b^4
     assert ratio_noise(0.25, 0.5, 1e-4, 1e-4) == pytest.approx(1e-4 / 0.25 + 0.0625 * 1e-4 / 0.0625)
+
+
+def test_a_stratified_difference_removes_what_the_strata_explain():
+    """x rises with the stratum and the label is commoner in the high stratum: the plain
+    difference is mostly the strata's; within them the labels differ by exactly 0.1."""
+    strata = np.array([0] * 4 + [1] * 4)
+    label = np.array([1, 0, 0, 0, 1, 1, 1, 0], dtype=bool)
+    x = strata * 1.0 + 0.1 * label
+    assert stratified_difference(x, label, strata) == pytest.approx(0.1)
+    assert stratified_difference(x, label, np.zeros(8)) == pytest.approx(x[label].mean() - x[~label].mean())
+    assert stratified_difference(x, label, np.zeros(8)) > 0.4
+    w = np.array([[1.0] * 8, [0, 1, 1, 1, 1, 1, 1, 1]])  # weights per replicate; the second drops a stratum's label
+    assert stratified_difference(x, label, strata, w) == pytest.approx([0.1, 0.1])
+    shuffled = shuffled_within(label, strata, 50, np.random.default_rng(0))
+    assert shuffled.shape == (50, 8)
+    assert (shuffled[:, :4].sum(1) == 1).all() and (shuffled[:, 4:].sum(1) == 3).all()  # counts kept per stratum
