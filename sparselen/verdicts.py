@@ -21,7 +21,7 @@ could be tested; "m of n groups tested" is reported beside it. Its **stability**
 of resamples of the training seeds with replacement (a seed drawn twice is one run) whose
 verdict differs from the full data's (``stability``). The resamples are grouped by how many
 distinct seeds they keep, each group with its exact probability (``seed_strata``): every set
-is enumerated where they are few (up to 8 seeds), else sets are sampled within each group,
+is enumerated where they are few (up to 10 seeds), else sets are sampled within each group,
 with draws added until the share's Monte Carlo error cannot carry it across ``UNSTABLE``.
 Documents are resampled at random, with the same rule for the number of draws. Above
 ``UNSTABLE`` the claim is reported inconclusive (unstable), and so is a claim whose share is
@@ -47,7 +47,7 @@ HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "does not hold", "inconclusive", 
 FIT = 0.9  # a run fits when its in-distribution accuracy is at least this
 MIN_FITTED_RUNS = 2  # a group with fewer fitted runs is not tested
 UNSTABLE = 0.10  # a verdict that differs in more than this share of resamples is unstable
-ENUMERATED = math.comb(8, 4)  # a group of seed sets this small is enumerated: up to 8 seeds, every set
+ENUMERATED = math.comb(10, 5)  # a group of seed sets this small is enumerated: up to 10 seeds, every set
 SEED_DRAWS = 400, 6400  # seed sets sampled when not enumerated: at first, at most
 DOCUMENT_DRAWS = 50, 400  # random resamples of documents (each with a cluster bootstrap inside): at first, at most
 MONTE_CARLO_Z = 3.0  # a sampled share is decided against UNSTABLE when this many standard errors from it
