@@ -3,8 +3,9 @@ per-run evaluation tables (docs/reconstruction.md, "Claims").
 
 Each test works per task (a group) on the runs that fit their training sizes and compares
 schemes at the largest evaluated size by Welch's t interval over the runs' exact match
-(``sparselen.stats.welch_interval``); the best baseline is chosen on each run's validation
-samples, drawn apart from the test samples it is then compared on. What a task is to each claim
+(``sparselen.stats.welch_interval``, floored at each run's evaluation noise); the best baseline
+is chosen on each run's validation samples, drawn apart from the test samples it is then
+compared on. What a task is to each claim
 follows from its module, at the sampler's settings (``task_facts``): C1 is decided on tasks
 whose coupled ids do not depend on the input (oracle ids that encode where the answer is would
 make it true by construction); C2 on the paper's tasks whose ids depend on the input. Shown
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sparselen.ppc.tasks import sampler_params, task_module
-from sparselen.stats import welch_interval
+from sparselen.stats import binomial_noise, welch_interval
 from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide, gate_result,
                                 interval_result, seeds_design, verdict_result)
 
@@ -70,7 +71,8 @@ def run_scores(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
 
 
 class TaskRuns:
-    """One task's runs: the fitted runs' exact match at the largest size per scheme."""
+    """One task's runs: the fitted runs' exact match at the largest size per scheme, and its
+    evaluation noise."""
 
     def __init__(self, task: str, scores: pd.DataFrame, s: Settings):
         self.task, self.size = task, int(scores["size"].iloc[0])
@@ -79,6 +81,7 @@ class TaskRuns:
         fitted = scores[scores["fit"]]
         self.runs = {sc: g for sc, g in fitted.groupby("scheme") if len(g) >= MIN_FITTED_RUNS}
         self.fitted = {sc: g["largest"].to_numpy(float) for sc, g in self.runs.items()}
+        self.noise = {sc: binomial_noise(g["largest"], g["n"]) for sc, g in self.runs.items()}
         self.baselines = [sc for sc in self.counts if sc not in (ORACLE, PREDICTED)]
 
     def group(self, role: str = "") -> str:
@@ -113,7 +116,7 @@ class TaskRuns:
         return None
 
     def difference(self, a: str, b: str) -> tuple[float, float, float]:
-        return welch_interval(self.fitted[a], self.fitted[b])
+        return welch_interval(self.fitted[a], self.fitted[b], noise_a=self.noise[a], noise_b=self.noise[b])
 
     def c2_role(self) -> str:
         """"" where the task decides C2, else why it is shown aside."""

@@ -16,7 +16,7 @@ import pandas as pd
 
 from sparselen.config import SLICES
 from sparselen.stats import Resampling
-from sparselen.verdicts import HOLDS, INCONCLUSIVE, NOT_RUN, UNSTABLE, Settings, combine, stability
+from sparselen.verdicts import HOLDS, INCONCLUSIVE, NOT_RUN, Settings, combine, stability
 
 
 def slice_claims(name: str):
@@ -56,10 +56,9 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
         results = c.test(table, settings)
         d = combine(results)
         verdict, reason = d.verdict, d.reason
-        share, how = stability(c, table, settings, verdict)
-        if verdict != INCONCLUSIVE and share > UNSTABLE:
-            verdict, reason = INCONCLUSIVE, (f"unstable: the verdict ({verdict}) differs in {share:.0%} of the "
-                                             f"resamples ({how}); {reason}")
+        st = stability(c, table, settings, verdict)
+        if unstable := st.reason(verdict):
+            verdict, reason = INCONCLUSIVE, f"{unstable}; {reason}"
         resolve = "; ".join(dict.fromkeys(r.resolve for r in results if r.resolve and r.verdict != HOLDS
                                           and not r.control))
         if reason.startswith("unstable"):
@@ -67,7 +66,7 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
         head = [r for r in results if not r.control]
         head = head[0] if len(head) == 1 else None
         rows.append({**base, "group": "all", "verdict": verdict, "reason": reason, "resolve": resolve,
-                     "groups_tested": f"{d.tested} of {d.groups}", "stability": share, "resampled": how,
+                     "groups_tested": f"{d.tested} of {d.groups}", "stability": st.share, "resampled": st.how,
                      "value": head.value if head else np.nan, "ci_low": head.ci_low if head else np.nan,
                      "ci_high": head.ci_high if head else np.nan})
         rows.extend({**base, **r.__dict__} for r in results)
