@@ -1,5 +1,6 @@
-"""Compact Markdown pipe tables (no padding), for the results the report lays out in the
-paper's shapes: a slice builds the rows, the report puts the table in place."""
+"""Numbers and tables for people: compact Markdown pipe tables (no padding) for the results the
+report lays out in the paper's shapes (a slice builds the rows, the report puts the table in
+place), percentages, seed counts and durations as h:mm:ss."""
 
 from __future__ import annotations
 
@@ -20,3 +21,9 @@ def percent(v) -> str:
 def seeds(n) -> str:
     n = int(n)
     return f"{n} seed{'s' * (n != 1)}"
+
+
+def hms(seconds: float) -> str:
+    """Seconds as h:mm:ss."""
+    s = int(round(seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"

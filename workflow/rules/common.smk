@@ -168,6 +168,14 @@ def claims_facts():
     }
 
 
+def claims_design_gaps():
+    """Per claim of a slice that runs, what this config's design lacks to decide it ("" when
+    nothing): the report words such a claim "not decidable on this config"."""
+    return sparselen.report.claims.design_gaps(
+        {name: config[name] for name in REPORT_SLICES}
+    )
+
+
 def slice_outputs(wildcards):
     """Every figure and table of the slices the config runs."""
     return [f for name in REPORT_SLICES for f in getattr(rules, f"fig_{name}").input]
