@@ -3,8 +3,12 @@
 from snakemake.utils import min_version
 
 import sparselen.config
+import sparselen.terminal
 
 min_version("9.0")
+
+# One line per finished training, the verdicts at the end (sparselen/terminal.py).
+sparselen.terminal.install(workflow)
 
 
 # A config file is complete: config.yaml is the configuration when no --configfile is
@@ -33,6 +37,7 @@ onsuccess:
     import sparselen.resumable
 
     sparselen.resumable.clean("results")
+    sparselen.terminal.finish()
 
 
 rule all:
