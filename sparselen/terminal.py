@@ -53,7 +53,7 @@ class Terminal(logging.Filter):
         from snakemake.settings.enums import Quietness
 
         w = self.workflow
-        return w.is_main_process and not w.dryrun and Quietness.RULES in w.output_settings.quiet
+        return w.is_main_process and not w.dryrun and Quietness.RULES in (w.output_settings.quiet or ())
 
     def training_rule(self, name: str) -> bool:
         try:
@@ -92,6 +92,10 @@ class Terminal(logging.Filter):
             logs = [str(f) for f in (getattr(record, "log", None) or [])]
             what = self.jobs.get(record.jobid, (record.rule_name,))[0]
             _out(f"FAILED {what}" + (f": see {', '.join(logs)}" if logs else ""))
+            return True
+        if event == LogEvent.GROUP_ERROR:  # a submission of several jobs (SLURM): its own log, then each job's
+            logs = [str(f) for f in (getattr(record, "aux_logs", None) or [])]
+            _out(f"FAILED group {getattr(record, 'groupid', '')}" + (f": see {', '.join(logs)}" if logs else ""))
             return True
         if event in (LogEvent.JOB_STARTED, LogEvent.PROGRESS, LogEvent.RESOURCES_INFO):
             return False

@@ -43,3 +43,12 @@ def test_a_failed_write_leaves_nothing(tmp_path):
         tmp.write_text("half")
         raise RuntimeError("killed")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_smoke_runs_results_are_readable_by_others(smoke_run):
+    """Every file of a run is readable by group and others when the umask lets it be (022)."""
+    if io.umask() & 0o044:
+        pytest.skip(f"umask {io.umask():03o} keeps files from others")
+    private = [str(p.relative_to(smoke_run)) for p in (smoke_run / "results").rglob("*")
+               if p.is_file() and mode(p) & 0o044 != 0o044]
+    assert private == []

@@ -24,9 +24,11 @@ class Clock:
 
 
 def workflow(quiet=(Quietness.RULES,), dryrun=False):
+    """A stand-in for Snakemake's workflow object (``quiet`` None: no --quiet given)."""
     rules = {"parity_train": ["results/parity/K{K_train}/seed{seed}/train_summary.json", "model.pt"],
              "parity_table": ["results/parity/table.csv"], "language_analyze": ["results/language/deps.csv"]}
-    return SimpleNamespace(is_main_process=True, dryrun=dryrun, output_settings=SimpleNamespace(quiet=set(quiet)),
+    return SimpleNamespace(is_main_process=True, dryrun=dryrun,
+                           output_settings=SimpleNamespace(quiet=None if quiet is None else set(quiet)),
                            get_rule=lambda name: SimpleNamespace(output=rules[name]))
 
 
@@ -73,10 +75,13 @@ def test_a_failed_job_names_its_log(capsys):
     assert t.filter(record("Error in rule parity_train", event=LogEvent.JOB_ERROR, jobid=4,
                            rule_name="parity_train", log=["logs/parity/train/K2_seed1.log"]))
     assert capsys.readouterr().err == "FAILED parity_train K_train=2, seed=1: see logs/parity/train/K2_seed1.log\n"
+    t.filter(record("Error in group model", event=LogEvent.GROUP_ERROR, groupid="model",
+                    aux_logs=["logs/slurm/model/123.log"]))
+    assert capsys.readouterr().err == "FAILED group model: see logs/slurm/model/123.log\n"
 
 
 def test_dry_runs_and_loud_runs_are_left_to_snakemake(capsys):
-    for wf in (workflow(dryrun=True), workflow(quiet=(Quietness.HOST,))):
+    for wf in (workflow(dryrun=True), workflow(quiet=(Quietness.HOST,)), workflow(quiet=None)):
         kept, lines = feed(terminal.Terminal(wf, Clock()), Clock(), capsys)
         assert all(kept) and lines == []
 
@@ -127,3 +132,20 @@ def test_training_logs_have_no_carriage_returns(tmp_path):
     run(job)
     text = log.read_text()
     assert "\r" not in text and "step 20/20 loss" in text
+
+
+def test_the_smoke_run_prints_a_line_per_training_and_ends_with_the_verdicts(smoke_run):
+    from conftest import TERMINAL
+
+    lines = (smoke_run / TERMINAL).read_text().splitlines()
+    trainings = len(list((smoke_run / "results").rglob(terminal.RUN_FILE)))
+    header = next(line for line in lines if line.startswith("sparselen: "))
+    assert header.endswith("Each job's log is under logs/.") and f", {trainings} of them trainings;" in header
+    trained = [line for line in lines if " trained " in line and line.startswith("[")]
+    assert len(trained) == trainings and all(line.split(" in ")[-1].count(":") == 2 for line in trained)
+    assert not [line for line in lines if line.startswith(("Select jobs", "Execute ", "rule ", "localrule "))
+                or "steps (" in line]
+    table = lines[lines.index("The paper's claims on this run (details: the report):") + 1:]
+    assert [line.split()[0] for line in table[:9]] == ["P1", "P2", "P3", "C1", "C2", "L1", "L2", "T1", "T2"]
+    assert lines[-2].startswith("Wall time ") and lines[-1].startswith("Report: ")
+    assert len(lines) < 30 + trainings
