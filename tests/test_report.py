@@ -131,3 +131,8 @@ def test_a_claim_this_config_cannot_decide_says_so_and_which_config_can(tmp_path
     md, _ = rendered(tmp_path, table)
     details = md.split("### P1")[1].split("### ")[0]
     assert "Stability" not in details and "This config cannot decide it" in details
+    # the same runs where the config could decide it: inconclusive, saying what changed the verdict
+    table = cl.check({"parity": {"evals": runs}}, RES, FACTS)
+    p1 = table[(table["claim"] == "P1") & (table["group"] == "all")].iloc[0]
+    assert p1["state"] == "inconclusive" and p1["decided"] == "holds"
+    assert p1["answer"].endswith(f"; but the verdict (holds) changes in {p1['stability']:.0%} of resamples of the seeds")

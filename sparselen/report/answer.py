@@ -102,13 +102,13 @@ def _deciding(groups: pd.DataFrame, verdict: str):
 
 def answer(head, groups: pd.DataFrame, units: str) -> str:
     """The plain line of one claim (``head``: its ``all`` row with ``state``, ``design``,
-    ``decidable_on``; ``groups``: its group rows)."""
+    ``decidable_on``, ``decided`` (its verdict before the stability check) and ``unit``;
+    ``groups``: its group rows)."""
     if head.state == NOT_RUN:
         return head.reason
     if head.state == NOT_DECIDABLE:
         return f"{head.design}: {_where(head.decidable_on)}"
-    unstable = str(head.reason).startswith("unstable")
-    before = str(head.reason).split("(", 1)[1].split(")", 1)[0] if unstable else head.verdict
+    before = head.decided  # the verdict before the stability check
     r = _deciding(groups, before)
     if r is None:  # no group could be tested: the first group's gate says why
         first = next(groups[~groups["control"].astype(bool)].itertuples(), None)
@@ -121,13 +121,13 @@ def answer(head, groups: pd.DataFrame, units: str) -> str:
         head.groups_tested, str) else (1, 1)
     if total > 1:
         text += f"; {tested} of {total} groups tested"
-    if unstable:
-        text += f"; but the verdict ({before}) changes in {head.stability:.0%} of resamples"
+    if before != head.verdict:
+        text += f"; but the verdict ({before}) changes in {head.stability:.0%} of resamples of the {head.unit}s"
     return text
 
 
 def counts_line(heads: pd.DataFrame) -> str:
-    """"3 hold, 6 not decidable on this config (by its design: run configs/paper.yaml)"."""
+    """"3 hold, 6 not decidable on this config. Not decidable by this config's design: P1, ..."."""
     n = heads["state"].value_counts()
     words = {HOLDS: ("holds", "hold"), FAILS: ("does not hold", "do not hold")}
     parts = []

@@ -48,8 +48,9 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
     placeholders are filled in from them). ``designs`` maps a claim to the shipped configs whose
     design can decide it (``decidable_on``); ``gaps`` maps a claim to what the config run lacks
     to decide it (``design_gaps``; "" or absent: nothing). The ``all`` rows also carry the
-    claim's ``state`` and its ``answer`` in plain words (``sparselen.report.answer``), and
-    ``units``, the seeds (documents) behind its intervals."""
+    claim's ``state`` and its ``answer`` in plain words (``sparselen.report.answer``), ``units``,
+    the seeds (documents) behind its intervals, and ``decided``, its verdict before the
+    stability check."""
     rows = []
     for c in claims:
         table = data.get(c.slice)
@@ -80,7 +81,7 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
                "groups_tested": f"{d.tested} of {d.groups}", "stability": share, "resampled": how,
                "value": head.value if head else np.nan, "ci_low": head.ci_low if head else np.nan,
                "ci_high": head.ci_high if head else np.nan, "units": f"{n} {c.unit}{'s' * (n != 1)}",
-               "state": state(verdict, base["design"])}
+               "decided": d.verdict, "unit": c.unit, "state": state(verdict, base["design"])}
         groups = pd.DataFrame([r.__dict__ for r in results], columns=[f.name for f in fields(Result)])
         row["answer"] = answer(SimpleNamespace(**row), groups, row["units"])
         rows.append(row)
