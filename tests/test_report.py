@@ -136,3 +136,7 @@ def test_a_claim_this_config_cannot_decide_says_so_and_which_config_can(tmp_path
     p1 = table[(table["claim"] == "P1") & (table["group"] == "all")].iloc[0]
     assert p1["state"] == "inconclusive" and p1["decided"] == "holds"
     assert p1["answer"].endswith(f"; but the verdict (holds) changes in {p1['stability']:.0%} of resamples of the seeds")
+    md, _ = rendered(tmp_path / "decidable", table)
+    details = md.split("### P1")[1].split("### ")[0]
+    assert f"Stability: the verdict (holds) changes in {p1['stability']:.0%} of the resamples" in details
+    assert "more than 10%, so the claim is inconclusive." in details

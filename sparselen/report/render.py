@@ -26,6 +26,7 @@ from sparselen.layout import grid, hms
 from sparselen.provenance import provenance
 from sparselen.report.answer import COLORS, NOT_DECIDABLE, NOT_RUN, STATES, counts_line
 from sparselen.report.claims import fmt_value
+from sparselen.verdicts import HOLDS, UNSTABLE
 
 REPORT_WIDTH_PX = 1100  # the report's text column (CSS px): a wider figure is shown scaled down to it
 TITLE = "Reproduction report: The Role of Sparsity for Length Generalization in Transformers"
@@ -109,8 +110,11 @@ def details_section(claims: pd.DataFrame) -> list[str]:
         if h.state == NOT_DECIDABLE:
             notes.append(f"This config cannot decide it: {h.design}.")
         elif groups["tested"].astype(bool).any() and pd.notna(h.stability):
-            notes.append(f"Stability: the verdict changes in {h.stability:.0%} of the resamples ({h.resampled}).")
-        if _text(h.resolve) and h.verdict != "holds":
+            overturned = (f": more than {UNSTABLE:.0%}, so the claim is inconclusive" if h.decided != h.verdict
+                          else "")
+            notes.append(f"Stability: the verdict ({h.decided}) changes in {h.stability:.0%} of the resamples "
+                         f"({h.resampled}){overturned}.")
+        if _text(h.resolve) and h.verdict != HOLDS:
             notes.append(f"To resolve: {h.resolve}.")
         lines += ([" ".join(notes), ""] if notes else []) + ["</details>", ""]
     return lines
