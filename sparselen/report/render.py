@@ -90,8 +90,9 @@ def _sentence(text: str) -> str:
 
 
 def details_section(claims: pd.DataFrame) -> list[str]:
-    """How each claim was decided: the paper's words, the criterion, each group's value with
-    its interval, verdict and reason (each reason once), the stability and what would resolve it."""
+    """How each claim was decided: the figure that shows the evidence (the document lies in
+    results/report), the paper's words, the criterion, each group's value with its interval,
+    verdict and reason (each reason once), the stability and what would resolve it."""
     criteria = claims["criteria"].iloc[0] if "criteria" in claims else "not recorded"
     lines = ["## How each claim was decided", "",
              "`docs/reconstruction.md`, \"Claims\", says how each criterion follows from the paper's words; the "
@@ -99,7 +100,8 @@ def details_section(claims: pd.DataFrame) -> list[str]:
              "training distribution count as evidence.", ""]
     for h in claims[claims["group"] == "all"].itertuples():
         groups = claims[(claims["claim"] == h.claim) & (claims["group"] != "all")]
-        lines += [f"### {h.claim}: {h.statement}", "", f"**{h.state}**", "",
+        lines += [f"### {h.claim}: {h.statement}", "",
+                  f"**{h.state}**; the evidence: [{h.figure}.png](../figures/{h.figure}.png)", "",
                   "<details><summary>The paper's words, the criterion, each group</summary>", "",
                   f"The paper: \"{h.quote}\"", "", f"Criterion: {h.criterion}", ""]
         if h.state == NOT_RUN or groups.empty:
