@@ -51,7 +51,7 @@ def _thresholds() -> dict:
 
 
 # Per claim: (how its value is written, what the value is: a phrase with {v} = the value and
-# {t} = the criterion's threshold, what it means).
+# {t} = the criterion's threshold, what it means: {t}, or {tp} = the threshold in points).
 MEASURES: dict[str, tuple[Callable[[float], str], str, str]] = {
     "P1": (_signed, "accuracy at the longest length against k_test has Spearman's rho {v}",
            "below 0, the sparser the task, the better it generalizes"),
@@ -62,12 +62,12 @@ MEASURES: dict[str, tuple[Callable[[float], str], str, str]] = {
     "C1": (_points, "coupled position ids score {v} points of exact match over the best baseline at the largest "
                     "size", ""),
     "C2": (_points, "Predictive Position Coupling scores {v} points of exact match over the best baseline at the "
-                    "largest size", "and must come within {t:.0%} of oracle coupling"),
+                    "largest size", "it must also come within {tp:.0f} points of oracle coupling"),
     "T1": (_points, "on the coupled law, accuracy at the longest Lbar is {v} points from the local law's",
-           "the claim allows down to -{t:.0%}"),
+           "the claim allows down to -{tp:.0f} points"),
     "T2": (lambda x: f"{x:.3g}", "the error grows like C (Lbar/L)^2 with C = {v}", "the claim needs C <= {t:g}"),
     "L1": (_share, "the largest greedy k recovers a median {v} of the long-context benefit",
-           "the claim needs {t:.0%}"),
+           "the claim needs at least {t:.0%}"),
     "L2": (_signed, "tokens with sparse dependency gain {v} more (normalised) from the long context than dense ones",
            ""),
 }
@@ -80,7 +80,7 @@ def measured(claim: str, r, units: str) -> str:
     where = [f"95% interval {fmt(r.ci_low)} to {fmt(r.ci_high)}"] if pd.notna(r.ci_low) else []
     where += [str(r.group)] if r.group not in ("-", "") else []
     text = f"{phrase.format(v=fmt(r.value), t=t)} ({', '.join([*where, units])})"
-    return text + (f": {meaning.format(t=t)}" if meaning else "")
+    return text + (f": {meaning.format(t=t, tp=100 * t)}" if meaning else "")
 
 
 def _where(decidable_on: str) -> str:
