@@ -1,5 +1,6 @@
 # sparselen: "The Role of Sparsity for Length Generalization in Transformers" (ICML 2025),
-# reproduced. `snakemake --cores all` builds every figure and table; see README.md.
+# reproduced. `snakemake` (its default profile: profiles/default) builds every figure and table
+# and the report; see README.md.
 from snakemake.utils import min_version
 
 import sparselen.config
