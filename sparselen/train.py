@@ -229,9 +229,9 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     model.train()
     t_last, tokens_since = time.perf_counter(), 0
     t_start = time.perf_counter()
+    # a bar on a terminal only: a job's stderr is its log file, which gets the per-step log lines instead
     bar = tqdm(total=cfg.steps, initial=step, desc=f"train {model_cfg.scheme} seed {cfg.seed}",
-               file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True,
-               disable=not main)
+               file=sys.stderr, mininterval=1.0, dynamic_ncols=True, disable=not (main and sys.stderr.isatty()))
     while step < cfg.steps:
         batch = apply_position_scheme(batch_fn(step), model_cfg, cfg, step)
         opt.zero_grad(set_to_none=True)  # before the forward pass: activations never sit beside old gradients
@@ -254,7 +254,8 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
             t_last, tokens_since = now, 0
             bar.set_postfix(loss=f"{row['loss']:.4f}", lr=f"{lr:.2e}", tok_s=f"{row['tokens_per_s']:.0f}")
             if main:
-                log.info("step %d loss %.5f lr %.3e tokens/s %.0f", step, row["loss"], lr, row["tokens_per_s"])
+                log.info("step %d/%d loss %.5f lr %.3e tokens/s %.0f", step, cfg.steps, row["loss"], lr,
+                         row["tokens_per_s"])
         bar.update(1)
         if step % cfg.checkpoint_every == 0 or step == cfg.steps:
             save_checkpoint()

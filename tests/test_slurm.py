@@ -36,7 +36,8 @@ TEST_CLUSTER_ARGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-b
 def snakemake(workdir: Path, *args: str, target: str = TARGET, overlays: tuple = ()) -> subprocess.CompletedProcess:
     configfiles = [*SMOKE, *overlays]
     cmd = ["timeout", "-k", "30", str(TIMEOUT), sys.executable, "-m", "snakemake", target,
-           "-s", str(REPO / "Snakefile"), "--directory", str(workdir), *args, "--configfile", *map(str, configfiles)]
+           "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--workflow-profile", "none", *args,
+           "--configfile", *map(str, configfiles)]  # no default profile: dry runs list every job
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 60)
     assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
     return proc

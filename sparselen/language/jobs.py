@@ -30,6 +30,7 @@ from sparselen.stats import t_interval
 from sparselen.run import Run, identity
 from sparselen.tables import runs_provenance, write_table
 from sparselen.train import TrainConfig, load_model
+from sparselen.verdicts import Settings
 from sparselen.train import train as train_model
 
 log = logging.getLogger(__name__)
@@ -226,6 +227,9 @@ def table(job) -> None:
 
 
 def figures(job) -> None:
-    i, ctx = job.input, job.params.contexts
-    draw_figures(ctx["short"], ctx["long"], job.params.min_benefit, i.table, i.generalization, i.loss_by_position,
-                 i.screen, job.output)
+    """Both figures; params report (the bootstrap) and facts (the language claims' facts) let
+    them mark what the claims do not read."""
+    i, p = job.input, job.params
+    settings = Settings(p.report["bootstrap"], p.report["seed"], p.report["level"], p.facts)
+    draw_figures(p.contexts["short"], p.contexts["long"], p.min_benefit, i.table, i.generalization,
+                 i.loss_by_position, i.screen, i.deps, settings, job.output)

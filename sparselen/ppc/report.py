@@ -1,10 +1,11 @@
 """The PPC table (mean and 95% t-interval over seeds per task, scheme, metric and size, on the
-test samples) and figure."""
+test samples), its figure and its layout in the report (scheme x size per task)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from sparselen.layout import grid as layout, percent, seeds
 from sparselen.ppc.tasks import task_module
 from sparselen.provenance import provenance
 from sparselen.stats import summarize
@@ -23,6 +24,15 @@ METRICS = {"exact_match": ("accuracy", None), "position_ids": ("position_accurac
            "exact_match_beyond": ("accuracy_beyond", ("coupled", "ppc"))}
 # the curves of the figure besides exact match: ppc's ids, dashed, and its first id, dash-dot
 FIGURE_METRICS = {"position_ids": (" (position ids)", "--"), "first_id": (" (first id)", "-.")}
+CAPTIONS = {"ppc": "Position coupling and Predictive Position Coupling. Exact match of the whole generated answer "
+                   "against the input size, one panel per task, one line per run: nope (no positions), rope, pose, "
+                   "coupled (the task's coupled ids, given at test time) and ppc (the model predicts each answer "
+                   "token's id itself; a wrong id is an error), with variants of a scheme dotted in its colour. "
+                   "ppc (position ids), dashed: the share of ppc's answers whose predicted ids are all right; "
+                   "ppc (first id), dash-dot: that of the first answer id alone. Lines are moved sideways a little "
+                   "so that equal values stay visible; bars: 95% interval over seeds. Models were trained on sizes "
+                   "up to the dashed vertical line; the table gives the share of samples whose first lookup is "
+                   "longer than any training size's, and accuracy within and beyond it."}
 
 
 def run_style(name: str) -> dict:
@@ -67,8 +77,7 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
 
 def figure(table_csv, train_max_sizes: dict, out_png, out_pdf) -> None:
     """One panel per task, one curve per run (PPC's position ids dashed, its first id
-    dash-dot); dashed grey line = longest training size; under each panel, from which size
-    first lookups go beyond the training sizes' distances."""
+    dash-dot); dashed grey line = longest training size."""
     from sparselen.plotting import plot_panels, save_figure  # matplotlib only where a figure is drawn
 
     t = pd.read_csv(table_csv)
@@ -81,25 +90,27 @@ def figure(table_csv, train_max_sizes: dict, out_png, out_pdf) -> None:
     for run in order + [r for r in runs if r not in order]:  # each variant after its scheme
         styles |= {run: run_style(run), **{run + label: {**run_style(run), "ls": ls}
                                            for label, ls in FIGURE_METRICS.values()}}
-    seeds = int(t["n_seeds"].max())
+    n_seeds = int(t["n_seeds"].max())
     tasks = t["task"].unique()
-    fig = plot_panels(t, "task", "curve", x="size", xlabel="input size", ylabel="exact-match accuracy",
+    fig = plot_panels(t, "task", "curve", x="size", xlabel="input size", ylabel="exact match",
                       styles=styles, xlabels={name: task_module(name).SIZE for name in tasks},
                       vlines={name: train_max_sizes[name] for name in tasks if name in train_max_sizes},
-                      notes=_beyond_notes(t),
-                      title=f"Position coupling and PPC: accuracy vs input size (mean, 95% interval over "
-                            f"{seeds} seeds; dashed: longest training size)")
+                      title=f"Exact match by input size (mean and 95% interval over {n_seeds} "
+                            f"seed{'s' * (n_seeds != 1)}; dashed: longest training size)")
     save_figure(fig, out_png, out_pdf, provenance(None, None, table=str(table_csv)))
 
 
-def _beyond_notes(t: pd.DataFrame) -> dict:
-    """Per task: the share of first lookups beyond the training sizes' distances, by size, where any are."""
-    if "beyond_lookup" not in t:
-        return {}
-    notes = {}
-    for task, g in t.groupby("task"):
-        share = g.groupby("size")["beyond_lookup"].first()
-        if share.gt(0).any():
-            notes[task] = "first lookups beyond the training sizes', by size: " + ", ".join(
-                f"{size}: {s:.0%}" for size, s in share.items() if s > 0)
-    return notes
+def paper_tables(t: pd.DataFrame) -> list[str]:
+    """Exact match (%) per task as a run x size grid, with ppc's id accuracies as rows of their own."""
+    lines = []
+    t = t[t["metric"].isin(["exact_match", *FIGURE_METRICS])]
+    t = t.assign(row=t["scheme"] + t["metric"].map(lambda m: FIGURE_METRICS.get(m, ("",))[0]))
+    for task, g in t.groupby("task", sort=True):
+        grid = g.pivot_table(index="row", columns="size", values="mean", aggfunc="first")
+        order = [r for s in SCHEME_STYLES for r in grid.index if r == s or r.startswith(s + "_") or r.startswith(s + " (")]
+        grid = grid.reindex(list(dict.fromkeys(order + list(grid.index))))
+        head = ["run", *(str(c) for c in grid.columns)]
+        rows = [[r, *(percent(v) for v in grid.loc[r])] for r in grid.index]
+        lines += [f"{task}: exact match (%) by run (rows) and {task_module(task).SIZE} (columns), mean over "
+                  f"{seeds(g['n_seeds'].max())}.", "", layout(head, rows), ""]
+    return lines

@@ -275,6 +275,7 @@ rule language_figures:
             table="loss_by_position"
         ),
         screen=RUN_TABLES["language"]["screen"],
+        deps=RUN_TABLES["language"]["deps"],
     output:
         sparsity_png=report(
             "results/figures/language_sparsity.png",
@@ -299,6 +300,9 @@ rule language_figures:
     params:
         contexts=LANG_CTX,
         min_benefit=LANG["analysis"]["min_benefit"],
+        facts=sparselen.report.claims.slice_claims("language").facts(LANG),
+        report=REPORT,
+        criteria=CLAIMS_SOURCES,
     script:
         JOB
 

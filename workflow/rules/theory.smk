@@ -101,7 +101,7 @@ rule theory_table:
 
 rule theory_figure:
     input:
-        table=rules.theory_table.output.csv,
+        evals=RUN_TABLES["theory"]["evals"],
     output:
         png=report(
             "results/figures/theory.png",
