@@ -72,7 +72,8 @@ class DataParallel:
         (auto, cpu, cuda); on CUDA each process takes GPU ``LOCAL_RANK`` when the node shows
         exactly its processes' GPUs (SLURM), else claims a free one as one-GPU jobs do
         (``gpu_slots``, the local-gpus profile). ``gpus``: config gpus_per_job; a job that holds
-        GPUs and finds none fails (``sparselen.device.no_gpu``) instead of training on the CPU."""
+        GPUs and finds none fails (``sparselen.device.no_gpu``) instead of training on the CPU, unless
+        the config asks for ``device: cpu``."""
         if strategy not in STRATEGIES:
             raise ValueError(f"parallel strategy {strategy!r}; expected one of {STRATEGIES}")
         world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -81,8 +82,8 @@ class DataParallel:
         rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
         die_with_parent()
         cuda = device.startswith("cuda") or (device == "auto" and torch.cuda.is_available())
-        if (cuda or gpus > 0) and not torch.cuda.is_available():
-            raise no_gpu(device, gpus)
+        if (device.startswith("cuda") or (device == "auto" and gpus > 0)) and not torch.cuda.is_available():
+            raise no_gpu(device, gpus)  # an explicit device: cpu trains on the CPU whatever the job holds
         dev = torch.device("cpu")
         if cuda:
             n, per_node = torch.cuda.device_count(), int(os.environ.get("LOCAL_WORLD_SIZE", world))

@@ -238,6 +238,27 @@ def test_no_torchrun_means_single_process(monkeypatch):
         DataParallel.from_env("cpu", "zero3")
 
 
+def test_a_worker_holding_gpus_finds_none_and_says_so(monkeypatch):
+    """A torchrun worker of a job that holds GPUs (gpus_per_job > 0) and finds no CUDA device
+    fails before the process group, unless the config asks for the CPU (the SLURM test's
+    GPUs are CPUs: tests/test_slurm.py)."""
+    from sparselen.device import NoGpu
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setattr("sparselen.distributed.die_with_parent", lambda: None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    inits = []
+    monkeypatch.setattr("torch.distributed.init_process_group", lambda *a, **k: inits.append(a))
+    monkeypatch.setattr("torch.distributed.is_initialized", lambda: False)
+    for device in ("auto", "cuda"):
+        with pytest.raises(NoGpu, match=f"device = '{device}' with gpus_per_job = 1"):
+            DataParallel.from_env(device, "ddp", gpus=1)
+    assert not inits
+    parallel = DataParallel.from_env("cpu", "ddp", gpus=1)
+    assert parallel.device == torch.device("cpu") and inits == [("gloo",)]
+
+
 def test_processes_must_split_the_rows_and_scale_the_job_resources(tmp_path):
     """The config check names a process count that does not divide a step's rows; the
     training rule asks for processes x the GPUs, CPUs and memory, the other rules do not."""
