@@ -76,12 +76,12 @@ def test_ppc_draws_every_scheme_apart_and_lists_only_lines_it_drew(tmp_path, dra
     assert readable_text(fig) == []
     legend = fig.legends[0]
     labels = [t.get_text() for t in legend.get_texts()]
-    assert labels == ["nope", "rope", "rope_base10000", "pose", "coupled", "ppc", "ppc (position ids only)"]
+    assert labels == ["nope", "rope", "rope_base10000", "pose", "coupled", "ppc", "ppc (position ids)"]
     ax = fig.axes[0]
     lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
     assert set(lines) == set(labels)
     # coupled, ppc and ppc's ids all score 1.0 everywhere: each has its own marker and its own x positions
-    top = [lines[name] for name in ("coupled", "ppc", "ppc (position ids only)")]
+    top = [lines[name] for name in ("coupled", "ppc", "ppc (position ids)")]
     assert len({line.get_marker() for line in top}) == 3
     xs = [tuple(np.round(line.get_xdata(), 6)) for line in top]
     assert len(set(xs)) == 3

@@ -113,6 +113,6 @@ def test_runs_table_and_figure_end_to_end(tmp_path):
     assert len(pd.read_csv(tmp_path / "t.csv")) == 3 * len(t["eval"]["ratios"])
     slopes = pd.read_csv(tmp_path / "s.csv")
     assert set(slopes["model"]) == {"sfa", "gpt"} and np.isfinite(slopes["slope"]).all()
-    run(Job.of("theory_figure", input={"table": tmp_path / "t.csv"}, output={"png": tmp_path / "f.png",
+    run(Job.of("theory_figure", input={"evals": evals}, output={"png": tmp_path / "f.png",
                "pdf": tmp_path / "f.pdf"}, params={"train_max_length": t["train"]["lengths"][1], "floor": 1e-6}))
     assert (tmp_path / "f.png").stat().st_size > 5000 and (tmp_path / "f.pdf").stat().st_size > 1000
