@@ -44,6 +44,12 @@ def estimate(args) -> int:
     return 1 if out["errors"] else 0
 
 
+def pilot(args) -> None:
+    from sparselen.pilot import pilot as run_pilot
+
+    run_pilot(args.configfile, args.steps, args.out, args.peak_tflops)
+
+
 def export_hf(args) -> None:
     from sparselen.hf_export import export_hf
 
@@ -82,6 +88,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--calibrate", default=None, metavar="OUT",
                    help="measure this machine's CPU profile, write it to OUT (JSON) and use it")
     s.set_defaults(func=estimate)
+    s = sub.add_parser("pilot", help="before a campaign: a few hundred steps of each distinct model shape of a "
+                       "config on the device its jobs will use; prints step time, tokens/s, MFU, peak memory and "
+                       "whether the loss fell, and writes a device profile for `sparselen estimate --gpu`")
+    s.add_argument("--configfile", nargs="+", default=[],
+                   help="config files as given to snakemake --configfile (default config.yaml)")
+    s.add_argument("--steps", type=int, default=300, help="training steps per shape (the first of its run)")
+    s.add_argument("--out", default="pilot_profile.json", help="the device profile to write (JSON)")
+    s.add_argument("--peak-tflops", type=float, default=None,
+                   help="the device's peak TFLOP/s for MFU (default: config peak_tflops, else a GPU's datasheet "
+                        "bf16 peak by its name)")
+    s.set_defaults(func=pilot)
     s = sub.add_parser("export-hf", help="write a trained model as a transformers GPTNeoXForCausalLM directory")
     s.add_argument("model", help="a model file written by training (model.pt)")
     s.add_argument("dir", help="output directory")

@@ -7,6 +7,7 @@ import logging
 
 import torch
 
+from sparselen.device import autocast
 from sparselen.ppc.generate import generate
 from sparselen.ppc.samples import Samples
 
@@ -18,7 +19,9 @@ def cell_scores(model, s: Samples, batch_size: int, device) -> dict:
     """Exact-match counts for one cell (all prompts of one size): tokens, ids, both.
 
     Generation runs on batches of prompts of one length (no padding, so no attention mask);
-    a task whose prompts vary in length within a size is run one prompt length at a time."""
+    a task whose prompts vary in length within a size is run one prompt length at a time;
+    under training's autocast (bf16 on a GPU)."""
+    device = torch.device(device)
     counts = {"tokens": 0, "ids": 0, "both": 0}
     for P in s.prompt_len.unique().tolist():
         group = s.select(torch.nonzero(s.prompt_len == P).flatten())
@@ -27,8 +30,9 @@ def cell_scores(model, s: Samples, batch_size: int, device) -> dict:
             b = group.select(slice(i, i + batch_size))
             truth, truth_ids = b.tokens[:, P:P + R], b.position_ids[:, P:P + R]
             mask = b.response_mask[:, P:P + R]
-            tokens, ids = generate(model, b.tokens[:, :P].to(device), b.position_ids[:, :P].to(device), R,
-                                   oracle_ids=truth_ids.to(device))
+            with autocast(device):
+                tokens, ids = generate(model, b.tokens[:, :P].to(device), b.position_ids[:, :P].to(device), R,
+                                       oracle_ids=truth_ids.to(device))
             ok_tokens = ((tokens.cpu() == truth) | ~mask).all(dim=1)
             ok_ids = ((ids.cpu() == truth_ids) | ~mask).all(dim=1) if ids is not None else torch.ones_like(ok_tokens)
             counts["tokens"] += int(ok_tokens.sum())
