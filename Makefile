@@ -14,17 +14,22 @@ TEST_WORKERS ?= 2
 
 venv: $(VENV)/.installed
 
+# pip's output goes to logs/venv.log; on a failure its last lines are shown
 $(VENV)/.installed: pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $@
+	@mkdir -p logs
+	@echo "Installing the Python environment in $(VENV) (a few minutes the first time; pip's output: logs/venv.log)"
+	@{ test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); } > logs/venv.log 2>&1 \
+	  && $(BIN)/pip install --upgrade pip >> logs/venv.log 2>&1 \
+	  && $(BIN)/pip install -e '.[test]' >> logs/venv.log 2>&1 \
+	  || { tail -n 30 logs/venv.log; echo "make venv failed: pip's whole output is in logs/venv.log" >&2; exit 1; }
+	@touch $@
 
 # sparselen.runlock: refuses a second run here while one is alive, and continues a killed one
-# (removes its stale Snakemake lock, reruns incomplete jobs; trainings resume).
+# (removes its stale Snakemake lock, reruns incomplete jobs; trainings resume). Snakemake reads
+# the workflow's default profile (profiles/default): one line per finished training, and the
+# run ends with the claims' verdicts, its wall time and the report's path.
 run: venv
-	$(BIN)/python -m sparselen.runlock --cores $(CORES) all $(SNAKEMAKE_ARGS)
-	@echo "Reproduction report: $(CURDIR)/results/report/reproduction_report.html (also .md)"
+	@$(BIN)/python -m sparselen.runlock --cores $(CORES) all $(SNAKEMAKE_ARGS)
 
 test: venv
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)

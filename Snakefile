@@ -1,10 +1,15 @@
 # sparselen: "The Role of Sparsity for Length Generalization in Transformers" (ICML 2025),
-# reproduced. `snakemake --cores all` builds every figure and table; see README.md.
+# reproduced. `snakemake` (its default profile: profiles/default) builds every figure and table
+# and the report; see README.md.
 from snakemake.utils import min_version
 
 import sparselen.config
+import sparselen.terminal
 
 min_version("9.0")
+
+# One line per finished training, the verdicts at the end (sparselen/terminal.py).
+sparselen.terminal.install(workflow)
 
 
 # A config file is complete: config.yaml is the configuration when no --configfile is
@@ -33,6 +38,7 @@ onsuccess:
     import sparselen.resumable
 
     sparselen.resumable.clean("results")
+    sparselen.terminal.finish()
 
 
 rule all:

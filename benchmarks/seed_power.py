@@ -4,7 +4,7 @@ and stable verdict, and whether it agrees with the verdict on every seed availab
 Runs of one or more results directories are pooled (e.g. the default run and its
 ``seed_offset: 10`` rerun, or pilot runs of more seeds); for every n from 2 to the pooled seed
 count, ``--draws`` random sets of n seeds are checked with the claims' own code, stability
-included (exactly, as the report computes it). This is what the seed counts of the shipped
+included (as the report computes it). This is what the seed counts of the shipped
 configs are chosen from (configs/README.md, "Seed power"): the smallest n whose decisive share
 is high within the config's time budget.
 
@@ -56,9 +56,7 @@ def verdict(claim: v.Claim, table: pd.DataFrame, s: v.Settings) -> str:
     """The report's verdict on these runs: decided, then unstable when it changes too often."""
     data = {"evals": table}
     d = v.combine(claim.test(data, s)).verdict
-    if d != v.INCONCLUSIVE and v.stability(claim, data, s, d)[0] > v.UNSTABLE:
-        return v.INCONCLUSIVE
-    return d
+    return v.INCONCLUSIVE if v.stability(claim, data, s, d).reason(d) else d
 
 
 def power(claim: v.Claim, table: pd.DataFrame, s: v.Settings, draws: int) -> pd.DataFrame:

@@ -1,5 +1,5 @@
-"""``sparselen``: commands a user runs by hand (the workflow's steps run through
-``sparselen.jobs``, not through this CLI)."""
+"""The commands a user runs by hand: ``sparselen estimate | pilot | export-hf | clean-checkpoints``.
+The workflow's steps run through ``sparselen.jobs``, not through this CLI."""
 
 from __future__ import annotations
 
@@ -63,51 +63,76 @@ def clean_checkpoints(args) -> None:
         print(path)
 
 
+DESCRIPTION = ("Commands to run by hand beside the workflow (make run or snakemake runs the experiments): "
+               "estimate a config's compute before launching it, measure its model shapes on your own device "
+               "(pilot), export a trained model to transformers, remove the checkpoints of finished trainings.")
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default where it has one (not for flags, nor where its absence means
+    something the help says)."""
+
+    def _get_help_string(self, action):
+        if action.default in (None, [], False) or isinstance(action, argparse._VersionAction):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sparselen", description=__doc__)
+    from sparselen import __version__
+
+    parser = argparse.ArgumentParser(prog="sparselen", description=DESCRIPTION, formatter_class=HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"sparselen {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("estimate", help="a config's compute and peak memory per slice and job from FLOP counts, "
-                       "shapes and a device profile; exits 1 when a job cannot succeed as configured")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".",
+                              formatter_class=HelpFormatter)
+
+    s = command("estimate", "a config's compute and peak memory per slice and job from FLOP counts, shapes and a "
+                "device profile; exits 1 when a job cannot succeed as configured")
     s.add_argument("--configfile", nargs="+", default=[],
-                   help="config files as given to snakemake --configfile (default config.yaml)")
+                   help="config files as given to snakemake --configfile (without it: the checkout's config.yaml)")
     s.add_argument("--gpu", default=None, help="model jobs on this GPU (h100, h200, a100, l40s, a10, l4, ...) or "
-                   "a profile JSON; needs gpus_per_job > 0 in the config (configs/paper.yaml)")
+                   "a profile JSON; needs gpus_per_job > 0 in the config (configs/paper.yaml); without it every job "
+                   "runs on the CPU profile")
     s.add_argument("--utilization", type=float, default=0.4, help="assumed fraction of the GPU's bf16 peak")
-    s.add_argument("--cpu-profile", default=None, help="CPU profile JSON (benchmarks/calibrate.py); default: the "
+    s.add_argument("--cpu-profile", default=None, help="CPU profile JSON (benchmarks/calibrate.py); without it the "
                    "built-in profile of the development machine")
     s.add_argument("--cpu-memory", type=float, default=None, metavar="GIB",
                    help="memory of the CPU jobs' machine in GiB (default: the CPU profile's, else this machine's)")
     s.add_argument("--retries", type=int, default=2, help="the SLURM profile's retries")
     s.add_argument("--dp-efficiency", type=float, default=None,
                    help="assumed data-parallel efficiency of a language model trained on several devices "
-                        "(language.parallel): its wall time is one device's over devices x this (default 0.9)")
+                        "(language.parallel): its wall time is one device's over devices x this (default: 0.9)")
     s.add_argument("--compare", default=None, metavar="BENCHMARKS",
-                   help="also print predicted vs measured CPU seconds from a run's results/benchmarks")
+                   help="also print the predicted against the measured wall time of each job, from a finished run's "
+                        "results/benchmarks")
     s.add_argument("--jobs-csv", default=None, help="write the per-job estimate here")
     s.add_argument("--calibrate", default=None, metavar="OUT",
                    help="measure this machine's CPU profile, write it to OUT (JSON) and use it")
     s.set_defaults(func=estimate)
-    s = sub.add_parser("pilot", help="before a campaign: a few hundred steps of each distinct model shape of a "
-                       "config on the device its jobs will use; prints step time, tokens/s, MFU, peak memory and "
-                       "whether the loss fell, and writes a device profile for `sparselen estimate --gpu`")
+    s = command("pilot", "before a campaign: a few hundred steps of each distinct model shape of a config on the "
+                "device its jobs will use; prints step time, tokens/s, MFU, peak memory and whether the loss fell, "
+                "and writes a device profile for `sparselen estimate --gpu`")
     s.add_argument("--configfile", nargs="+", default=[],
-                   help="config files as given to snakemake --configfile (default config.yaml)")
+                   help="config files as given to snakemake --configfile (without it: the checkout's config.yaml)")
     s.add_argument("--steps", type=int, default=300, help="training steps per shape (the first of its run)")
     s.add_argument("--out", default="pilot_profile.json", help="the device profile to write (JSON)")
     s.add_argument("--peak-tflops", type=float, default=None,
                    help="the device's peak TFLOP/s for MFU (default: config peak_tflops, else a GPU's datasheet "
                         "bf16 peak by its name)")
     s.set_defaults(func=pilot)
-    s = sub.add_parser("export-hf", help="write a trained model as a transformers GPTNeoXForCausalLM directory")
+    s = command("export-hf", "write a trained model as a transformers GPTNeoXForCausalLM directory")
     s.add_argument("model", help="a model file written by training (model.pt)")
     s.add_argument("dir", help="output directory")
     s.add_argument("--tokenizer", default=None, help="tokenizer.json to include (language models)")
     s.set_defaults(func=export_hf)
-    s = sub.add_parser("clean-checkpoints", help="remove the checkpoints of finished trainings (the workflow "
-                       "does this when it succeeds)")
-    s.add_argument("--root", default="results")
-    s.add_argument("-n", "--dry-run", action="store_true")
+    s = command("clean-checkpoints", "remove the checkpoints of finished trainings (the workflow does this when "
+                "it succeeds)")
+    s.add_argument("--root", default="results", help="the directory searched for checkpoints")
+    s.add_argument("-n", "--dry-run", action="store_true", help="list the checkpoints without removing them")
     s.set_defaults(func=clean_checkpoints)
     return parser
 

@@ -2,6 +2,9 @@
 
 Every final output is written to a temporary file in the same directory and renamed into
 place (``os.replace`` is atomic on POSIX), so Snakemake sees either no file or a whole one.
+The temporary file is created private (mode 0600); before the rename it gets the mode any new
+file gets under the process's umask, so results on a shared file system stay readable by
+whoever the umask lets read them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,20 @@ from pathlib import Path
 import torch
 
 
+def umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``/proc``); elsewhere
+    set and restored at once."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path):
     """Yield a temporary path next to ``path``; move it over ``path`` only on success."""
@@ -24,6 +41,7 @@ def atomic_path(path):
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~umask())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

@@ -12,7 +12,8 @@ first steps at its learning rate. It writes a device profile fitted to the measu
 Each shape trains through the real trainer on its slice's own batch function (``training`` in
 ``sparselen/<slice>/jobs.py``): the first steps of its first run, its learning-rate schedule
 that of the whole run. The language slice trains on the tokenized corpus when it is there
-(``results/language/tokens.pt`` or ``tokens.json``), else on random tokens of its vocabulary,
+(``results/language/tokens/tokens.json``, or ``results/language/tokens.json`` of a config's
+own token files), else on random tokens of its vocabulary,
 whose loss says nothing about the recipe (not checked).
 """
 
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 
 TRAINING_RULES = ("parity_train", "ppc_train", "language_train", "theory_run_gpt")
 MIN_DROP = 0.01  # the loss must fall by this fraction of its first value over the pilot
-LANGUAGE_TOKENS = ("results/language/tokens.pt", "results/language/tokens.json")
+LANGUAGE_TOKENS = ("results/language/tokens/tokens.json", "results/language/tokens.json")
 
 
 def shape_key(slice_: str, model_cfg, train_cfg, seq_len: int | None) -> tuple:

@@ -7,7 +7,8 @@ evaluation, which follows training in the same job, or at a SLURM time limit whi
 wraps up (Snakemake then deletes the outputs and reruns the job). So ``train`` writes a
 checkpoint at its last step too and never removes it: a rerun resumes with nothing left to
 train. ``clean`` removes the checkpoints beside finished outputs; the Snakefile's
-``onsuccess`` calls it (``sparselen clean-checkpoints`` by hand).
+``onsuccess`` calls it (``sparselen clean-checkpoints`` by hand). The language analysis keeps
+its progress the same way (``sparselen.language.progress``), and ``clean`` removes it too.
 
 A checkpoint records the code that computes its run (``code_fingerprint``): the trainer and
 model (``TRAINER``) and the slice's own task and data code (``TRAINING_CODE`` in
@@ -28,6 +29,9 @@ log = logging.getLogger(__name__)
 PACKAGE = Path(__file__).resolve().parent
 CHECKPOINT = "checkpoint.pt"
 FINISHED = ("model.pt", "train_summary.json")  # a run's outputs that say its training is done
+ANALYSIS_PROGRESS = "analysis_progress.json"  # the language analysis' (sparselen.language.progress)
+# every resume file, and the outputs beside it that say its job is done
+RESUME_FILES = {CHECKPOINT: FINISHED, ANALYSIS_PROGRESS: ("screen.csv", "dependency.csv", "planted.csv")}
 
 
 # What every training runs: the trainer, the models, position ids, batches, seeds, the device
@@ -62,16 +66,16 @@ def source_fingerprint(*modules) -> str:
 
 
 def finished(checkpoint: Path) -> bool:
-    return all((checkpoint.parent / name).exists() for name in FINISHED)
+    return all((checkpoint.parent / name).exists() for name in RESUME_FILES[checkpoint.name])
 
 
 def clean(root="results", dry_run: bool = False) -> list[Path]:
-    """Remove the checkpoints under ``root`` whose trainings finished; unfinished ones stay
-    for resuming. Only when no workflow is running (``onsuccess``)."""
-    removed = [c for c in sorted(Path(root).rglob(CHECKPOINT)) if finished(c)]
+    """Remove the resume files under ``root`` whose jobs finished; unfinished ones stay for
+    resuming. Only when no workflow is running (``onsuccess``)."""
+    removed = sorted(c for name in RESUME_FILES for c in Path(root).rglob(name) if finished(c))
     if not dry_run:
         for c in removed:
             c.unlink(missing_ok=True)
     if removed:
-        log.info("removed %d checkpoint(s) of finished trainings under %s", len(removed), root)
+        log.info("removed %d checkpoint(s) of finished jobs under %s", len(removed), root)
     return removed

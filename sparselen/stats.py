@@ -3,10 +3,14 @@
 - Across seeds (the unit of replication: the paper's figures show intervals over training
   runs): the Student-t interval of per-seed values (``t_interval``, ``summarize``), Welch's
   interval of a difference between two sets of runs (``welch_interval``), and Spearman's rho
-  of a run's cells (``spearman``).
+  of a run's cells (``spearman``). A run's accuracy is measured on n samples, so the spread
+  the claims' intervals use is floored at that evaluation noise (``binomial_noise``,
+  ``ratio_noise``): seeds that agree exactly do not make an interval of zero width.
 - Over tokens (the natural-language statistics): plain bootstrap (``bootstrap_ci``) and
   resamples of whole documents (``ClusterBootstrap``, ``cluster_interval``, ``cluster_ci``),
-  since tokens of one document are not independent.
+  since tokens of one document are not independent; a difference between two kinds of tokens
+  within strata of a third variable (``stratified_difference``) and its null, the labels
+  shuffled within the strata (``shuffled_within``).
 
 ``Resampling`` carries the bootstrap settings; its generators are keyed by names, so every
 statistic draws the same replicates in every process.
@@ -46,29 +50,55 @@ class Resampling:
 # ----------------------------------------------------------------------------- across seeds
 
 
-def t_interval(values, level: float = 0.95) -> tuple[float, float, float]:
-    """(mean, low, high) of ``values``; low/high are NaN for fewer than two values."""
+def binomial_noise(accuracy, n) -> np.ndarray:
+    """Variance of accuracies measured on ``n`` samples each: p(1 - p)/n, with p shrunk to
+    (x + 1/2)/(n + 1) (x = accuracy * n correct), so an accuracy of exactly 0 or 1 still carries
+    the noise of its n samples."""
+    n = np.asarray(n, dtype=float)
+    p = (np.asarray(accuracy, dtype=float) * n + 0.5) / (n + 1)
+    return p * (1 - p) / n
+
+
+def ratio_noise(num, den, num_noise, den_noise) -> np.ndarray:
+    """Variance of num / den for independent measurements with variances ``num_noise`` and
+    ``den_noise`` (first-order propagation), e.g. a retained margin above chance."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(num_noise) / den**2 + num**2 * np.asarray(den_noise) / den**4
+
+
+def _floored_variance(v: np.ndarray, noise) -> float:
+    """The sample variance of a set of runs' values, at least the mean of their evaluation
+    noise (``noise``: per-run variances; None for values without one)."""
+    var = float(v.var(ddof=1))
+    return var if noise is None else max(var, float(np.mean(noise)))
+
+
+def t_interval(values, level: float = 0.95, noise=None) -> tuple[float, float, float]:
+    """(mean, low, high) of ``values``; low/high are NaN for fewer than two values. ``noise``:
+    each value's evaluation-noise variance, the floor of the spread (``binomial_noise``)."""
     from scipy.stats import t as student_t  # imported on first use: seconds of start-up per job
 
     v = np.asarray(values, dtype=float)
     mean = float(v.mean())
     if len(v) < 2:
         return mean, float("nan"), float("nan")
-    half = float(student_t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)))
+    half = float(student_t.ppf(0.5 + level / 2, len(v) - 1) * np.sqrt(_floored_variance(v, noise) / len(v)))
     return mean, mean - half, mean + half
 
 
-def welch_interval(a, b, level: float = 0.95) -> tuple[float, float, float]:
+def welch_interval(a, b, level: float = 0.95, noise_a=None, noise_b=None) -> tuple[float, float, float]:
     """(mean(a) - mean(b), low, high): Welch's t interval of a difference of means of two sets
-    of runs with possibly unequal variances; NaN interval if either has fewer than two values,
-    zero width when neither varies."""
+    of runs with possibly unequal variances, each floored at its runs' evaluation noise
+    (``noise_a``, ``noise_b``, as ``t_interval``); NaN interval if either has fewer than two
+    values, zero width when neither varies nor has a noise floor."""
     from scipy.stats import t as student_t
 
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     diff = float(a.mean() - b.mean())
     if len(a) < 2 or len(b) < 2:
         return diff, float("nan"), float("nan")
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    va, vb = _floored_variance(a, noise_a) / len(a), _floored_variance(b, noise_b) / len(b)
     if va + vb == 0:
         return diff, diff, diff
     df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
@@ -106,6 +136,39 @@ def spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- tokens
+
+
+def stratified_difference(x, label, strata, w=None) -> np.ndarray:
+    """Mean of ``x`` on rows with ``label`` minus on rows without, within each stratum, averaged
+    over the strata that have both with weights n1 n0 / (n1 + n0) (the precision of each
+    stratum's difference): a comparison the variable that defines the strata cannot confound.
+    ``label`` and the row weights ``w`` may carry a leading axis (shuffles, bootstrap
+    replicates); NaN where no stratum has both kinds of rows."""
+    x, label, strata = np.asarray(x, dtype=float), np.asarray(label, dtype=bool), np.asarray(strata)
+    w = np.ones(x.shape) if w is None else np.asarray(w, dtype=float)
+    total = weight = 0.0
+    for h in np.unique(strata):
+        inside = strata == h
+        w1, w0 = w * (label & inside), w * (~label & inside)
+        n1, n0 = w1.sum(-1), w0.sum(-1)
+        ok = (n1 > 0) & (n0 > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            diff = (w1 * x).sum(-1) / n1 - (w0 * x).sum(-1) / n0
+            size = n1 * n0 / (n1 + n0)
+        total = total + np.where(ok, size * diff, 0.0)
+        weight = weight + np.where(ok, size, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / weight
+
+
+def shuffled_within(label, strata, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` shuffles of ``label`` [rows], each within every stratum: [n, rows]."""
+    label, strata = np.asarray(label), np.asarray(strata)
+    out = np.tile(label, (n, 1))
+    for h in np.unique(strata):
+        rows = np.flatnonzero(strata == h)
+        out[:, rows] = rng.permuted(out[:, rows], axis=1)
+    return out
 
 
 def bootstrap_ci(values, stat=np.median, n_boot: int = 2000, seed: int = 0,

@@ -276,9 +276,9 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     t_last, tokens_since, flops_since = time.perf_counter(), 0, 0.0
     t_start = t_saved = time.perf_counter()
     tokens_run, flops_run = 0, 0.0
+    # a bar on a terminal only: a job's stderr is its log file, which gets the per-step log lines instead
     bar = tqdm(total=cfg.steps, initial=step, desc=f"train {model_cfg.scheme} seed {cfg.seed}",
-               file=sys.stderr, mininterval=1.0 if sys.stderr.isatty() else 30.0, dynamic_ncols=True,
-               disable=not main)
+               file=sys.stderr, mininterval=1.0, dynamic_ncols=True, disable=not (main and sys.stderr.isatty()))
     while step < cfg.steps:
         batch = apply_position_scheme(batch_fn(step), model_cfg, cfg, step)
         opt.zero_grad(set_to_none=True)  # before the forward pass: activations never sit beside old gradients
@@ -309,8 +309,8 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
             t_last, tokens_since, flops_since = now, 0, 0.0
             bar.set_postfix(loss=f"{row['loss']:.4f}", lr=f"{lr:.2e}", tok_s=f"{row['tokens_per_s']:.0f}")
             if main:
-                log.info("step %d loss %.5f lr %.3e tokens/s %.0f%s", step, row["loss"], lr, row["tokens_per_s"],
-                         f" MFU {row['mfu']:.3f}" if peak else "")
+                log.info("step %d/%d loss %.5f lr %.3e tokens/s %.0f%s", step, cfg.steps, row["loss"], lr,
+                         row["tokens_per_s"], f" MFU {row['mfu']:.3f}" if peak else "")
         bar.update(1)
         if step == cfg.steps or (step % cfg.checkpoint_every == 0
                                  and time.perf_counter() - t_saved >= 60 * run.runtime.checkpoint_minutes):

@@ -19,9 +19,13 @@ its tested groups (``combine``): it holds when every tested group holds, does no
 does not, is inconclusive otherwise, and is inconclusive with the gates' reasons when no group
 could be tested; "m of n groups tested" is reported beside it. Its **stability** is the share
 of resamples of the training seeds with replacement (a seed drawn twice is one run) whose
-verdict differs from the full data's, computed exactly where the seeds are few
-(``seed_resamples``); documents are resampled at random (``DOCUMENT_RESAMPLES``). Above
-``UNSTABLE`` the claim is reported inconclusive (unstable).
+verdict differs from the full data's (``stability``). The resamples are grouped by how many
+distinct seeds they keep, each group with its exact probability (``seed_strata``): every set
+is enumerated where they are few (up to 10 seeds), else sets are sampled within each group,
+with draws added until the share's Monte Carlo error cannot carry it across ``UNSTABLE``.
+Documents are resampled at random, with the same rule for the number of draws. Above
+``UNSTABLE`` the claim is reported inconclusive (unstable), and so is a claim whose share is
+still within Monte Carlo error of it after the most draws allowed, saying so.
 """
 
 from __future__ import annotations
@@ -43,16 +47,17 @@ HOLDS, FAILS, INCONCLUSIVE, NOT_RUN = "holds", "does not hold", "inconclusive", 
 FIT = 0.9  # a run fits when its in-distribution accuracy is at least this
 MIN_FITTED_RUNS = 2  # a group with fewer fitted runs is not tested
 UNSTABLE = 0.10  # a verdict that differs in more than this share of resamples is unstable
-EXACT_SEEDS = 8  # up to this many seeds the stability enumerates every resample
-STABILITY_REPLICATES = 200  # random resamples of more seeds than that
-DOCUMENT_RESAMPLES = 50  # random resamples of documents (each with a cluster bootstrap inside)
+ENUMERATED = math.comb(10, 5)  # a group of seed sets this small is enumerated: up to 10 seeds, every set
+SEED_DRAWS = 400, 6400  # seed sets sampled when not enumerated: at first, at most
+DOCUMENT_DRAWS = 50, 400  # random resamples of documents (each with a cluster bootstrap inside): at first, at most
+MONTE_CARLO_Z = 3.0  # a sampled share is decided against UNSTABLE when this many standard errors from it
 STABILITY_BOOT = 400  # bootstrap replicates inside each resample of documents
 
 
 
 def _fewest_stable_seeds() -> int:
     """The fewest seeds with which a decided claim can be stable: the resamples that draw one
-    seed every time are one run, which no test decides, and weigh n^(1 - n) (``seed_resamples``)."""
+    seed every time are one run, which no test decides, and weigh n^(1 - n) (``seed_strata``)."""
     n = MIN_FITTED_RUNS
     while n ** (1 - n) > UNSTABLE:
         n += 1
@@ -170,23 +175,90 @@ def combine(results: list[Result]) -> Decision:
 # ----------------------------------------------------------------------------- stability
 
 
-def seed_resamples(seeds, rng: np.random.Generator) -> list[tuple[tuple, Fraction]]:
-    """(distinct seeds, probability) of resampling ``seeds`` with replacement, a seed drawn twice
-    counting as one run: exactly, over every distinct set, when there are at most EXACT_SEEDS
-    (the n^n equally likely draws land on a set of m seeds in m! S(n, m) ways, S a Stirling
-    number of the second kind); else STABILITY_REPLICATES random draws of equal weight.
-    Probabilities are exact fractions, so a share of exactly UNSTABLE is not read as above it."""
-    seeds, n = list(seeds), len(seeds)
-    if n > EXACT_SEEDS:
-        draws = [tuple(sorted(set(rng.choice(seeds, n).tolist()))) for _ in range(STABILITY_REPLICATES)]
-        return [(d, Fraction(1, len(draws))) for d in draws]
-    onto = {m: Fraction(math.factorial(m) * _stirling2(n, m), n**n) for m in range(1, n + 1)}
-    return [(subset, onto[m]) for m in range(1, n + 1) for subset in itertools.combinations(seeds, m)]
+@dataclass
+class Stratum:
+    """Resamples of one kind, of total probability ``mass``: those that keep m distinct seeds
+    (every m-subset equally likely, ``total`` of them), or every resample of documents
+    (``total`` None: draws with replacement). ``members``: the ones enumerated or drawn so far;
+    ``differ``: how many of them give another verdict."""
+
+    mass: Fraction
+    total: int | None
+    members: list = field(default_factory=list)
+    differ: int = 0
+    exhaustive: bool = False
+
+    def grow(self, draws: int, draw: Callable) -> list:
+        """Enumerate, or draw up to ``draws`` members (``draw()``: one random member,
+        ``draw.every()``: all of them); the new members. A stratum of at most ENUMERATED seed
+        sets, or of at most twice ``draws``, is enumerated."""
+        if self.exhaustive:
+            return []
+        seen, new = set(self.members), []
+        if self.total is not None and (self.total <= ENUMERATED or 2 * draws >= self.total):
+            new = [m for m in draw.every() if m not in seen]
+            self.exhaustive = True
+        else:
+            while len(self.members) + len(new) < draws:
+                m = draw()
+                if self.total is None or m not in seen:
+                    seen.add(m)
+                    new.append(m)
+        self.members += new
+        return new
+
+    def variance(self) -> float:
+        """Monte Carlo variance of this stratum's share of differing resamples (0 when
+        enumerated): binomial, without replacement for seed sets, the share shrunk to
+        (d + 1/2)/(r + 1) so that draws that all agree still leave an error."""
+        if self.exhaustive:
+            return 0.0
+        r = len(self.members)
+        p = (self.differ + 0.5) / (r + 1)
+        fpc = 1.0 if self.total is None or self.total < 2 else (self.total - r) / (self.total - 1)
+        return p * (1 - p) / r * fpc
+
+
+def seed_strata(n: int) -> list[Stratum]:
+    """The resamples of ``n`` seeds with replacement, grouped by the number m of distinct seeds
+    they keep: the n^n equally likely draws land on a given set of m seeds in m! S(n, m) ways
+    (S a Stirling number of the second kind), so the m-sets weigh C(n, m) m! S(n, m) / n^n in
+    all, exactly."""
+    return [Stratum(Fraction(math.comb(n, m) * math.factorial(m) * _stirling2(n, m), n**n), math.comb(n, m))
+            for m in range(1, n + 1)]
 
 
 def _stirling2(n: int, m: int) -> int:
     """Ways to split n labelled draws into m non-empty groups."""
     return sum((-1) ** j * math.comb(m, j) * (m - j) ** n for j in range(m + 1)) // math.factorial(m)
+
+
+def estimate(strata: list[Stratum]) -> tuple[Fraction, float]:
+    """(share of differing resamples, its Monte Carlo standard error). The share is an exact
+    fraction, so that a share of exactly UNSTABLE is not read as above it."""
+    share = sum((st.mass * Fraction(st.differ, len(st.members)) for st in strata if st.members), Fraction(0))
+    return share, math.sqrt(sum(float(st.mass) ** 2 * st.variance() for st in strata))
+
+
+@dataclass(frozen=True)
+class Stability:
+    """The share of resamples whose verdict differs from the full data's, its Monte Carlo
+    standard error (0: every resample enumerated), what was resampled and how, and whether the
+    share is above UNSTABLE (None: within MONTE_CARLO_Z standard errors of it)."""
+
+    share: float
+    error: float
+    how: str
+    above: bool | None
+
+    def reason(self, verdict: str) -> str:
+        """"" when a decided ``verdict`` stands, else why it is reported inconclusive."""
+        differs = f"the verdict ({verdict}) differs in {self.share:.0%} of the resamples ({self.how})"
+        if verdict == INCONCLUSIVE or self.above is False:
+            return ""
+        if self.above is None:
+            return f"unstable within Monte Carlo error: {differs}, too close to {UNSTABLE:.0%} to tell"
+        return f"unstable: {differs}"
 
 
 def resample_units(data, unit: str, draw) -> dict:
@@ -206,22 +278,62 @@ def units_of(data, unit: str) -> list:
     return sorted({u for t in data.values() for u in t[unit].unique()})
 
 
-def stability(claim: Claim, data: dict, s: Settings, verdict: str) -> tuple[float, str]:
-    """(share of resamples whose verdict differs from ``verdict``, what was resampled and how)."""
+def stability(claim: Claim, data: dict, s: Settings, verdict: str) -> Stability:
+    """How often the verdict differs from ``verdict`` on resamples of the claim's units: seed
+    sets by number of distinct seeds (``seed_strata``), or documents with replacement. For a
+    decided verdict, draws are added (up to SEED_DRAWS or DOCUMENT_DRAWS) until the share is
+    MONTE_CARLO_Z standard errors from UNSTABLE or every seed set is enumerated; an
+    inconclusive one keeps the first draws (its share is shown, it decides nothing)."""
     units = units_of(data, claim.unit)
-    if len(units) < 2:
-        return float("nan"), f"one {claim.unit}: not measured"
+    n = len(units)
+    if n < 2:
+        return Stability(float("nan"), 0.0, f"one {claim.unit}: not measured", False)
     rng = s.rng("stability", claim.id)
     if claim.unit == "seed":
-        weighted = [({name: t[t["seed"].isin(subset)] for name, t in data.items()}, w)
-                    for subset, w in seed_resamples(units, rng)]
-        how = (f"exact, {len(weighted)} distinct seed sets of {len(units)} seeds" if len(units) <= EXACT_SEEDS
-               else f"{len(weighted)} random resamples of {len(units)} seeds")
+        strata, (first, most) = seed_strata(n), SEED_DRAWS
+        samplers = [_SeedSets(units, m, rng) for m in range(1, n + 1)]
+
+        def tables(subset):
+            return {name: t[t["seed"].isin(subset)] for name, t in data.items()}
         small = s
     else:
-        draws = [rng.choice(units, len(units)) for _ in range(DOCUMENT_RESAMPLES)]
-        weighted = [(resample_units(data, claim.unit, d), Fraction(1, len(draws))) for d in draws]
-        how = f"{len(weighted)} random resamples of {len(units)} {claim.unit}s"
+        strata, (first, most) = [Stratum(Fraction(1), None)], DOCUMENT_DRAWS
+        samplers = [lambda: tuple(rng.choice(units, n))]
+
+        def tables(draw):
+            return resample_units(data, claim.unit, draw)
         small = replace(s, n_boot=STABILITY_BOOT)
-    share = sum(w for tables, w in weighted if combine(claim.test(tables, small)).verdict != verdict)
-    return float(share), how
+    draws = first
+    while True:
+        for st, sample in zip(strata, samplers):
+            new = st.grow(max(2, math.ceil(draws * st.mass)), sample)
+            st.differ += sum(combine(claim.test(tables(m), small)).verdict != verdict for m in new)
+        share, error = estimate(strata)
+        gap = abs(float(share) - UNSTABLE)
+        if error == 0 or gap > MONTE_CARLO_Z * error or draws >= most or verdict == INCONCLUSIVE:
+            break
+        needed = 1.1 * draws * (MONTE_CARLO_Z * error / max(gap, 1e-9)) ** 2  # the error falls like 1/sqrt(draws)
+        draws = min(most, 4 * draws, max(2 * draws, math.ceil(needed)))
+    above = share > UNSTABLE if error == 0 or gap > MONTE_CARLO_Z * error else None
+    drawn = sum(len(st.members) for st in strata)
+    if claim.unit == "seed" and error == 0:
+        how = f"exact, {drawn} distinct seed sets of {n} seeds"
+    elif claim.unit == "seed":
+        how = (f"{drawn:,} of {2**n - 1:,} distinct seed sets of {n} seeds, sampled by number of distinct seeds; "
+               f"Monte Carlo standard error {error:.1%}")
+    else:
+        how = f"{drawn} random resamples of {n} {claim.unit}s; Monte Carlo standard error {error:.1%}"
+    return Stability(float(share), error, how, above)
+
+
+class _SeedSets:
+    """Random sets of m of ``seeds`` (as sorted tuples), and all of them (``every``)."""
+
+    def __init__(self, seeds, m: int, rng: np.random.Generator):
+        self.seeds, self.m, self.rng = list(seeds), m, rng
+
+    def __call__(self) -> tuple:
+        return tuple(sorted(self.rng.choice(self.seeds, self.m, replace=False).tolist()))
+
+    def every(self) -> list[tuple]:
+        return list(itertools.combinations(self.seeds, self.m))

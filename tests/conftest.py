@@ -45,14 +45,17 @@ def validated(**sections) -> dict:
     return config
 
 
-def snakemake(workdir, *args, configfile=SMOKE, timeout=900, check=True, env=None):
+def snakemake(workdir, *args, configfile=SMOKE, timeout=900, check=True, profile=False, env=None):
     """Run the project's workflow with outputs under ``workdir`` (never the checkout);
     ``configfile``: one complete config or a list (a complete one, then overlays); ``env``:
-    variables added to the jobs' environment."""
+    variables added to the jobs' environment. Without ``profile`` the workflow's default profile
+    (profiles/default: quiet job blocks) is left out, so Snakemake prints every job, as the
+    tests that read its output expect."""
     import subprocess
 
     files = [configfile] if isinstance(configfile, (str, os.PathLike)) else list(configfile)
-    cmd = [PYTHON, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), *args,
+    default = [] if profile else ["--workflow-profile", "none"]
+    cmd = [PYTHON, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(workdir), *default, *args,
            "--configfile", *map(str, files)]  # last: --configfile takes every word after it
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**subprocess_env(), **(env or {})})
     if check and out.returncode != 0:
@@ -77,14 +80,19 @@ def dry_run_jobs(workdir, *targets, configfile=SMOKE) -> list[tuple[str, dict]]:
     return [tuple(j) for j in jobs]
 
 
+TERMINAL = "terminal.txt"  # what the smoke run printed, beside its results
+
+
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory):
-    """The whole DAG (`all`) run once on the smoke config; tests inspect and dry-run it."""
+    """The whole DAG (`all`) run once on the smoke config, as `make run` runs it (the default
+    profile); tests inspect and dry-run it, and read what it printed in TERMINAL."""
     import time
 
     workdir = tmp_path_factory.mktemp("smoke")
     t0 = time.time()
-    snakemake(workdir, "--cores", "2", "all")
+    out = snakemake(workdir, "--cores", "2", "all", profile=True)
+    (workdir / TERMINAL).write_text(out.stdout + out.stderr)
     print(f"\nsmoke run of the whole DAG: {time.time() - t0:.0f} s")
     return workdir
 

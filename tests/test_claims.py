@@ -3,8 +3,12 @@ not hold, inconclusive for each reason) with its reason; runs that vary by seed,
 seed-level intervals and the stability check are exercised; the interval's coverage by
 simulation; the configurations that can decide each claim."""
 
+import importlib.util
+import itertools
 import re
 import zlib
+from dataclasses import replace
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
@@ -14,16 +18,28 @@ from conftest import ROOT
 from sparselen.config import load
 from sparselen.report import claims as cl
 from sparselen.report import render
-from sparselen.stats import Resampling, spearman, t_interval, welch_interval
-from sparselen.verdicts import FAILS, HOLDS, INCONCLUSIVE, NOT_RUN, UNSTABLE, seed_resamples
+from sparselen.stats import Resampling, binomial_noise, spearman, t_interval, welch_interval
+from sparselen.ppc import claims as ppc_claims
+from sparselen.verdicts import (FAILS, HOLDS, INCONCLUSIVE, NOT_RUN, UNSTABLE, Settings, Stratum, combine, estimate,
+                                gate_result, interval_result, seed_strata)
 
 RES = Resampling(n_boot=400, seed=1)
+# each PPC task as its module states it (sparselen.ppc.claims.task_facts): the paper's tasks with
+# input-dependent ids decide C2 (parity_scratchpad, variable_assignment with multi-digit
+# constants), ours do not (pointer_copy), nor the one-digit control; ids independent of the
+# input decide C1
+PPC_TASKS = {
+    "copy_repeat": {"ids_depend_on_input": False, "control": "", "origin": "ours", "id_skips": 0},
+    "parity_scratchpad_dense": {"ids_depend_on_input": False, "control": "", "origin": "paper", "id_skips": 0},
+    "parity_scratchpad": {"ids_depend_on_input": True, "control": "", "origin": "paper", "id_skips": 1},
+    "variable_assignment": {"ids_depend_on_input": True, "control": "content lookups need no coupling",
+                            "origin": "paper", "id_skips": 0},
+    "pointer_copy": {"ids_depend_on_input": True, "control": "", "origin": "ours", "id_skips": 0},
+}
 SEEDS = tuple(range(6))
 FACTS = {"parity": {"train_lengths": (20, 20)},
-         "ppc": {"train_sizes": {t: [2, 4] for t in ("copy_repeat", "variable_assignment", "pointer_copy")},
-                 "input_dependent": ("variable_assignment", "pointer_copy"), "controls": {}},
+         "ppc": {"train_sizes": {t: [2, 4] for t in PPC_TASKS}, "tasks": PPC_TASKS},
          "language": {"sparse_share": 0.9}, "theory": {"floor": 1e-6}}
-CONTROL = {"variable_assignment": "content lookups need no coupling"}
 
 
 def check(data: dict, facts=None) -> pd.DataFrame:
@@ -101,7 +117,7 @@ def test_parity_claims_hold_where_sparser_generalizes_better():
 
 
 def test_parity_claims_fail_where_denser_generalizes_better():
-    t = check({"parity": parity_runs(denser_wins)})
+    t = check({"parity": parity_runs(denser_wins, lengths=(20, 50, 100, 200))})
     assert verdict(t, "P1") == FAILS and verdict(t, "P3") == FAILS
     assert head(t, "P1")["reason"].startswith("K_train=4 does not hold")
     assert verdict(t, "P2") == HOLDS  # k_test = K_train = 4 keeps most of its margin here
@@ -114,7 +130,7 @@ def test_a_trained_sparsity_at_chance_fails_p2_and_a_flat_one_leaves_p1_inconclu
     assert verdict(t, "P1") == INCONCLUSIVE and "below the resolution" in head(t, "P1")["reason"]
 
 
-def test_p3_reads_the_whole_curve_not_the_longest_length():
+def test_p3_reads_the_lengths_p1_does_not():
     """Every k_test ends at the same accuracy at the longest length (P1 has nothing to rank), but
     the denser ones fall there sooner: P3 holds, so it is not P1 again."""
     def sooner(K, k, L, s):
@@ -123,6 +139,23 @@ def test_p3_reads_the_whole_curve_not_the_longest_length():
     t = check({"parity": parity_runs(sooner, sd=0.0)})
     assert verdict(t, "P3") == HOLDS
     assert group(t, "P1", "K_train=4")["value"] == 0  # the longest length is flat in k_test
+
+
+def test_p3_does_not_count_the_length_p1_ranks():
+    """Every k_test equal at the intermediate length, the denser ones lower only at the longest:
+    P1 holds there, and P3, which read the longest length too, held on the same evidence. Now
+    P3 has nothing to rank on its own lengths, and its criterion says the two share runs."""
+    def only_at_the_end(K, k, L, s):
+        return 0.5 if k > K else {20: 0.99, 50: 0.9, 100: 0.99 - 0.1 * k}[L]
+
+    t = check({"parity": parity_runs(only_at_the_end, sd=0.0)})
+    assert verdict(t, "P1") == HOLDS and verdict(t, "P3") == INCONCLUSIVE
+    row = group(t, "P3", "K_train=4")
+    assert row["value"] == 0 and "over lengths 50-50 (P1's runs, not its length)" in row["reason"]
+    assert "not independent evidence" in head(t, "P3")["criterion"]
+    short = check({"parity": parity_runs(sparse_wins, lengths=(20, 100))})
+    assert "no evaluated length between the training lengths and the longest (100, P1's)" in group(
+        short, "P3", "K_train=4")["reason"]
 
 
 def test_two_trained_sparsities_cannot_be_ranked_and_the_claim_is_decided_on_the_other_k_train():
@@ -163,35 +196,84 @@ def test_a_verdict_that_rests_on_two_seeds_is_unstable():
 
 
 def test_a_seed_drawn_twice_is_one_run():
-    """Three seeds that agree exactly: the resamples that draw one seed three times are one run,
-    which no test can decide; they are 3 of the 27 draws (11%), so three seeds never give a
-    stable verdict."""
-    t = check({"parity": parity_runs(sparse_wins, seeds=(0, 1, 2), sd=0.0)})
-    h = head(t, "P2")
-    assert group(t, "P2", "K_train=4")["verdict"] == HOLDS
+    """Three seeds that agree exactly, on an effect so large that two runs decide it: the
+    resamples that draw one seed three times are one run, which no test can decide; they are 3
+    of the 27 draws (11%), so three seeds never give a stable verdict."""
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.95), tasks=("copy_repeat",),
+                               seeds=(0, 1, 2), sd=0.0)})
+    h = head(t, "C1")
+    assert group(t, "C1", "copy_repeat")["verdict"] == HOLDS
     assert h["verdict"] == INCONCLUSIVE and h["stability"] == pytest.approx(3 / 27)
     assert h["resampled"] == "exact, 7 distinct seed sets of 3 seeds"
 
 
-def test_the_exact_resamples_are_the_bootstrap_distribution():
+def test_the_seed_strata_are_the_bootstrap_distribution():
+    """Each set of m distinct seeds weighs mass(m) / C(n, m): the frequency with which draws of
+    n seeds with replacement land on it; the masses sum to exactly 1."""
     seeds = [0, 1, 2, 3]
-    exact = {s: w for s, w in seed_resamples(seeds, np.random.default_rng(0))}
-    assert len(exact) == 15 and sum(exact.values()) == pytest.approx(1)
+    strata = seed_strata(len(seeds))
+    exact = {subset: st.mass / st.total for m, st in enumerate(strata, 1)
+             for subset in itertools.combinations(seeds, m)}
+    assert len(exact) == 15 and sum(exact.values()) == 1
     rng = np.random.default_rng(1)
     draws = [tuple(sorted(set(rng.choice(seeds, 4).tolist()))) for _ in range(40000)]
     for subset, w in exact.items():
-        assert draws.count(subset) / len(draws) == pytest.approx(w, abs=0.01)
-    many = seed_resamples(list(range(12)), np.random.default_rng(0))  # too many to enumerate: random
-    assert len(many) == 200 and sum(w for _, w in many) == pytest.approx(1)
+        assert draws.count(subset) / len(draws) == pytest.approx(float(w), abs=0.01)
+    assert sum(st.mass for st in seed_strata(16)) == 1  # exactly, as fractions
 
 
 def test_a_share_of_exactly_ten_percent_is_not_more_than_ten_percent():
     """20 of 200 resamples differing is 10%, which the rule ("more than 10%") keeps stable;
     summed as floats, 20 weights of 1/200 come to 0.10000000000000002 and read as unstable."""
-    many = seed_resamples(list(range(12)), np.random.default_rng(0))
-    assert not sum(w for _, w in many[:20]) > UNSTABLE
-    assert sum(w for _, w in many[:21]) > UNSTABLE
-    assert sum(w for _, w in seed_resamples(range(8), np.random.default_rng(0))) == 1  # exactly
+    def share(differ):
+        return estimate([Stratum(Fraction(1), None, list(range(200)), differ)])[0]
+
+    assert not share(20) > UNSTABLE and share(21) > UNSTABLE
+
+
+def light_c1(scores: pd.DataFrame):
+    """C1's decision on per-run values (``ppc.claims.run_scores``, computed once): coupled
+    minus the best fitted baseline, Welch's interval floored at the evaluation noise; the same
+    statistics as ``ppc_coupling`` at a thousandth of its cost, for the thousands of seed sets
+    the stability check of 16 seeds decides."""
+    def test(data, s):
+        runs = data["scores"]
+        fitted = {sc: g for sc, g in runs[runs["fit"]].groupby("scheme") if len(g) >= 2}
+        baselines = [sc for sc in fitted if sc not in ("coupled", "ppc")]
+        if "coupled" not in fitted or not baselines:
+            return [gate_result("pointer_copy", "not fitted", "")]
+        best = max(baselines, key=lambda sc: fitted[sc]["largest"].mean())
+        a, b = fitted["coupled"], fitted[best]
+        diff, lo, hi = welch_interval(a["largest"], b["largest"], noise_a=binomial_noise(a["largest"], a["n"]),
+                                      noise_b=binomial_noise(b["largest"], b["n"]))
+        return [interval_result("pointer_copy", diff, lo, hi, 0.0)]
+
+    c1 = next(c for c in cl.CLAIMS if c.id == "C1")
+    return replace(c1, test=test), {"scores": scores}
+
+
+def test_the_stability_verdict_does_not_depend_on_the_draw():
+    """C1 on the pooled 16 seeds of pointer_copy (configs/README.md, "Seed power"), with two
+    seeds of the stability draw: too many seed sets to enumerate (65,535), so they are sampled
+    by number of distinct seeds until the Monte Carlo error cannot carry the share across 10%.
+    Both draws find the verdict unstable, with shares that agree within the printed error. With
+    200 random resamples, one draw gave 9.5% (holds) and the other 13% (unstable). The seeds'
+    numbers stand for a task C1 decides (C1 reads tasks whose ids do not depend on the input;
+    the statistics are what this test is about)."""
+    as_c1_task = {**PPC_TASKS, "pointer_copy": {**PPC_TASKS["pointer_copy"], "ids_depend_on_input": False}}
+    evals, s = pooled_pointer_copy(), Settings(facts={**FACTS["ppc"], "tasks": as_c1_task})
+    c1, (light, tables) = next(c for c in cl.CLAIMS if c.id == "C1"), light_c1(ppc_claims.run_scores(evals, s))
+    scores = tables["scores"]
+    assert combine(c1.test({"evals": evals}, s)).verdict == HOLDS
+    for subset in (SEEDS_16, SEEDS_16[:4], SEEDS_16[:5], SEEDS_16[3:12]):  # the light test decides as C1 does
+        real = combine(c1.test({"evals": evals[evals["seed"].isin(subset)]}, s)).verdict
+        assert combine(light.test({"scores": scores[scores["seed"].isin(subset)]}, s)).verdict == real
+    rows = [head(cl.check({"ppc": tables}, Resampling(seed=seed), FACTS, claims=[light]), "C1") for seed in (1, 2)]
+    errors = [float(re.search(r"standard error (\d+\.\d)%", r["resampled"])[1]) / 100 for r in rows]
+    assert [r["verdict"] for r in rows] == [INCONCLUSIVE] * 2
+    assert all(r["reason"].startswith("unstable: the verdict (holds) differs in") for r in rows)
+    assert all(r["stability"] - 3 * e > UNSTABLE for r, e in zip(rows, errors))
+    assert abs(rows[0]["stability"] - rows[1]["stability"]) <= errors[0] + errors[1]
 
 
 def test_a_failing_group_fails_the_claim_and_missing_slices_are_not_run():
@@ -205,12 +287,14 @@ def test_a_failing_group_fails_the_claim_and_missing_slices_are_not_run():
     assert set(check({})["verdict"]) == {NOT_RUN}
 
 
-def test_seed_spread_widens_the_interval():
+def test_seed_spread_widens_the_interval_and_evaluation_noise_floors_it():
+    """Seeds that agree exactly still leave the evaluation noise of each run's samples: P2's
+    interval keeps a width; a spread over seeds widens it further."""
     widths = {}
     for sd in (0.0, 0.05):
         row = group(check({"parity": parity_runs(sparse_wins, sd=sd)}), "P2", "K_train=4")
         widths[sd] = row["ci_high"] - row["ci_low"]
-    assert widths[0.05] > 5 * widths[0.0]
+    assert widths[0.05] > 2 * widths[0.0] and widths[0.0] > 0.02
 
 
 def test_spearman():
@@ -253,17 +337,56 @@ def test_welch_interval():
 # ----------------------------------------------------------------------------- PPC
 
 
-def ppc_runs(acc, tasks=("pointer_copy", "copy_repeat"), schemes=("nope", "pose", "coupled", "ppc"), seeds=SEEDS,
-             sd=0.01):
-    """``acc(task, scheme, size)``: training sizes 2 and 4, test size 16, per run jittered."""
+def ppc_runs(acc, tasks=("parity_scratchpad", "copy_repeat"), schemes=("nope", "pose", "coupled", "ppc"),
+             seeds=SEEDS, sd=0.01, validation=None):
+    """``acc(task, scheme, size)``: training sizes 2 and 4, test size 16, per run jittered; a
+    validation row at size 16 per run, ``validation(task, scheme)`` (by default as at 16, jittered
+    apart); ppc and coupled runs carry id diagnostics at 16 (half of the first lookups beyond the
+    training sizes', the first id as often right as the whole response)."""
     rows = []
     for task in tasks:
         for scheme in schemes:
             for seed in seeds:
                 for size in (2, 4, 16):
                     c, a = counts(acc(task, scheme, size) + (jitter(sd, task, scheme, seed) if size > 4 else 0), 200)
-                    rows.append({"task": task, "scheme": scheme, "seed": seed, "size": size, "n": 200,
-                                 "correct": c, "accuracy": a})
+                    row = {"task": task, "scheme": scheme, "seed": seed, "size": size, "n": 200, "correct": c,
+                           "accuracy": a, "split": "test"}
+                    if size == 16 and scheme in ("coupled", "ppc"):
+                        row |= {"first_lookup_limit": 9, "n_beyond": 100, "accuracy_within": min(1.0, a + 0.05),
+                                "accuracy_beyond": max(0.0, a - 0.05)}
+                    if size == 16 and scheme == "ppc":
+                        row |= {"first_id_accuracy": a, "later_id_accuracy": 1.0, "first_id_accuracy_within": 1.0,
+                                "first_id_accuracy_beyond": max(0.0, 2 * a - 1)}
+                    rows.append(row)
+                v = (validation(task, scheme) if validation
+                     else acc(task, scheme, 16) + jitter(sd, task, scheme, seed, "v"))
+                c, a = counts(v, 200)
+                rows.append({"task": task, "scheme": scheme, "seed": seed, "size": 16, "n": 200, "correct": c,
+                             "accuracy": a, "split": "validation"})
+    return pd.DataFrame(rows)
+
+
+SEEDS_16 = (0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16, 17)
+
+
+def pooled_pointer_copy() -> pd.DataFrame:
+    """The 16 seeds of pointer_copy in configs/README.md ("Seed power"): exact match at size 16
+    (200 samples) of PoSE, oracle coupling and PPC per seed; PoSE fits on every seed but 4 and
+    15 (0.88 at size 4), nope, rope and rope_base10000 on 2, 2 and 5 seeds, at 0.00 at size 16.
+    Their validation samples at size 16 (which choose the best baseline) score as the test ones."""
+    at_16 = {"pose": [0.72, 0.94, 0.40, 0.60, 0.17, 0.73, 0.96, 0.28, 0.98, 0.74, 0.97, 0.32, 0.60, 0.14, 0.49, 0.88],
+             "coupled": [1.00, 0.72, 0.97, 1.00, 0.80, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 1.00, 0.66, 1.00],
+             "ppc": [0.54, 0.74, 0.68, 0.60, 0.88, 0.64, 0.72, 0.81, 0.68, 0.77, 0.68, 0.56, 0.72, 0.74, 0.66, 0.43]}
+    fits = {"nope": {0, 1}, "rope": {2, 3}, "rope_base10000": {0, 1, 2, 3, 4}, "pose": set(SEEDS_16) - {4, 15},
+            "coupled": set(SEEDS_16), "ppc": set(SEEDS_16)}
+    rows = []
+    for scheme, fit in fits.items():
+        for i, seed in enumerate(SEEDS_16):
+            for size in (2, 4, 16):
+                a = at_16.get(scheme, [0.0] * 16)[i] if size == 16 else 1.0 if seed in fit else 0.88
+                row = {"task": "pointer_copy", "scheme": scheme, "seed": seed, "size": size, "n": 200,
+                       "correct": round(a * 200), "accuracy": a}
+                rows += [{**row, "split": "test"}] + ([{**row, "split": "validation"}] if size == 16 else [])
     return pd.DataFrame(rows)
 
 
@@ -275,44 +398,78 @@ def at_16(**scores):
 def test_ppc_claims_hold_where_coupling_and_prediction_help():
     t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.95))})
     assert verdict(t, "C1") == HOLDS and verdict(t, "C2") == HOLDS
-    assert head(t, "C1")["groups_tested"] == "2 of 2"
-    assert set(t[t["claim"] == "C2"]["group"]) == {"all", "pointer_copy"}  # ids fixed by length elsewhere
-    assert "ppc - pose (best fitted baseline)" in group(t, "C2", "pointer_copy")["reason"]
+    assert head(t, "C1")["groups_tested"] == "1 of 1"  # copy_repeat: parity_scratchpad's ids depend on the input
+    assert set(t[t["claim"] == "C1"]["group"]) == {"all", "copy_repeat"}
+    reference = "copy_repeat (reference: ids independent of the input, PPC must match oracle coupling)"
+    assert set(t[t["claim"] == "C2"]["group"]) == {"all", "parity_scratchpad", reference}
+    reason = group(t, "C2", "parity_scratchpad")["reason"]
+    assert "ppc - pose (best baseline on validation samples)" in reason
+    # the per-step id diagnostics, cited
+    assert re.search(r"ppc ids: first 0\.9\d \(within the training sizes' lookup distances 1\.00, beyond 0\.9\d\), "
+                     r"later 1\.00 \(given a right first id\)", reason)
+    assert re.search(r"coupled exact match: within the training sizes' lookup distances 1\.00, beyond 0\.9\d", reason)
+    assert "50% of first lookups exceed the training sizes' 9 ids" in reason
+    assert "coupled and ppc trained with id skips" in reason
+
+
+def test_the_best_baseline_is_chosen_on_validation_samples():
+    """pose is best on the test samples, nope on the validation samples: the comparison is with
+    nope, so a baseline is never picked for being lucky on the samples it is compared on."""
+    runs = ppc_runs(at_16(nope=0.3, pose=0.5, coupled=0.95, ppc=0.95),
+                    validation=lambda task, scheme: {"nope": 0.6, "pose": 0.4}.get(scheme, 0.9))
+    t = check({"ppc": runs})
+    assert "coupled - nope (the best on validation samples" in group(t, "C1", "copy_repeat")["reason"]
+    row = group(t, "C2", "parity_scratchpad")
+    assert "ppc - nope" in row["reason"] and row["value"] == pytest.approx(0.65, abs=0.02)
+    no_validation = runs[runs["split"] == "test"]
+    t = check({"ppc": no_validation})
+    assert verdict(t, "C1") == INCONCLUSIVE
+    assert "the fitted baselines have no validation samples" in group(t, "C1", "copy_repeat")["reason"]
 
 
 def test_c2_fails_when_ppc_beats_the_baselines_but_falls_short_of_oracle_coupling():
     """The oracle tolerance: ppc far above every baseline, yet 0.35 below oracle coupling."""
     t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.6))})
-    row = group(t, "C2", "pointer_copy")
+    row = group(t, "C2", "parity_scratchpad")
     assert verdict(t, "C2") == FAILS and row["ci_low"] > 0  # the gain over the baselines alone would hold
     assert re.search(r"ppc - coupled -0\.3\d", row["reason"]) and "needs > -0.1" in row["reason"]
 
 
 def test_c2_is_tested_where_coupling_does_not_beat_the_baselines():
-    """On pointer_copy oracle coupling is no better than PoSE (C1 does not hold there) and PPC is
-    below both: C2 does not hold; it is not made inconclusive by C1's outcome."""
-    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.7, coupled=0.7, ppc=0.2), tasks=("pointer_copy",))})
-    assert verdict(t, "C1") == INCONCLUSIVE
-    assert verdict(t, "C2") == FAILS and group(t, "C2", "pointer_copy")["ci_high"] < 0
+    """Oracle coupling no better than PoSE (C1 would not hold there) and PPC below both: C2 does
+    not hold; it is not made inconclusive by how oracle coupling does."""
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.7, coupled=0.7, ppc=0.2), tasks=("parity_scratchpad",))})
+    assert verdict(t, "C2") == FAILS and group(t, "C2", "parity_scratchpad")["ci_high"] < 0
 
 
-def test_a_control_task_is_shown_and_never_decides():
-    """variable_assignment as a control where coupling loses to PoSE and PPC is at zero: C1 and C2
-    are decided on the other tasks alone, and the control's rows say what they are."""
+def test_controls_extensions_and_references_are_shown_and_never_decide():
+    """The one-digit control, our pointer_copy and the dense reference, each far off: C1 and C2
+    are decided on the other tasks alone, and those rows say what they are; pointer_copy, trained
+    without id skips, names the confound."""
     def scores(task, scheme, size):
         if size <= 4:
             return 0.99
-        if task == "variable_assignment":
+        if task in ("variable_assignment", "pointer_copy"):
             return {"nope": 0.2, "pose": 0.9, "coupled": 0.5, "ppc": 0.0}[scheme]
+        if task == "parity_scratchpad_dense":
+            return {"nope": 0.9, "pose": 0.9, "coupled": 0.9, "ppc": 0.3}[scheme]
         return {"nope": 0.0, "pose": 0.1, "coupled": 0.95, "ppc": 0.95}[scheme]
 
-    runs = ppc_runs(scores, tasks=("variable_assignment", "pointer_copy", "copy_repeat"))
-    t = check({"ppc": runs}, {"ppc": {**FACTS["ppc"], "controls": CONTROL}})
-    name = "variable_assignment (control: content lookups need no coupling)"
-    for claim in ("C1", "C2"):
-        assert verdict(t, claim) == HOLDS
-        assert group(t, claim, name)["verdict"] == FAILS and group(t, claim, name)["control"]
-    assert head(t, "C1")["groups_tested"] == "2 of 2" and head(t, "C2")["groups_tested"] == "1 of 1"
+    tasks = ("variable_assignment", "pointer_copy", "parity_scratchpad_dense", "parity_scratchpad", "copy_repeat")
+    t = check({"ppc": ppc_runs(scores, tasks=tasks)})
+    control = "variable_assignment (control: content lookups need no coupling)"
+    extension = "pointer_copy (extension [ours]: not a task the paper tests PPC on)"
+    reference = "parity_scratchpad_dense (reference: ids independent of the input, PPC must match oracle coupling)"
+    assert verdict(t, "C2") == HOLDS and head(t, "C2")["groups_tested"] == "1 of 1"
+    for name in (control, extension, reference):
+        row = group(t, "C2", name)
+        assert row["control"] and row["verdict"] == FAILS
+    confound = "confound: coupled and ppc never trained on a longer one (no id skips)"
+    assert confound in group(t, "C2", extension)["reason"]
+    assert "ppc - coupled -0.60" in group(t, "C2", reference)["reason"]
+    # C1: the tasks whose ids do not depend on the input; parity_scratchpad_dense does not hold
+    assert set(t[(t["claim"] == "C1") & (t["group"] != "all")]["group"]) == {"parity_scratchpad_dense", "copy_repeat"}
+    assert verdict(t, "C1") == INCONCLUSIVE  # coupled - best baseline 0.00 on the dense form
 
 
 def test_a_baseline_that_never_learned_leaves_the_task_untested_not_true():
@@ -320,10 +477,19 @@ def test_a_baseline_that_never_learned_leaves_the_task_untested_not_true():
     never = ppc_runs(lambda task, scheme, size: 0.0 if scheme in ("nope", "pose") else at_16(
         nope=0, pose=0, coupled=0.95, ppc=0.9)(task, scheme, size))
     t = check({"ppc": never})
-    assert verdict(t, "C1") == INCONCLUSIVE and head(t, "C1")["groups_tested"] == "0 of 2"
+    assert verdict(t, "C1") == INCONCLUSIVE and head(t, "C1")["groups_tested"] == "0 of 1"
     row = group(t, "C1", "copy_repeat")
     assert not row["tested"] and "no baseline fit its training sizes (nope 0/6, pose 0/6)" in row["reason"]
     assert "baselines until they fit" in head(t, "C1")["resolve"]
+
+
+def test_one_sample_in_200_is_not_a_certain_difference():
+    """Oracle coupling at 1.00 and PoSE at 0.995 (one sample of 200 wrong) on every seed: the
+    runs agree exactly, yet the difference is one evaluation sample, well within the noise of
+    200 samples. Without the noise floor the interval had zero width and C1 held."""
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.995, coupled=1.0, ppc=1.0), tasks=("copy_repeat",), sd=0.0)})
+    row = group(t, "C1", "copy_repeat")
+    assert verdict(t, "C1") == INCONCLUSIVE and row["ci_low"] < 0 < row["value"] < row["ci_high"]
 
 
 def test_close_schemes_leave_c1_inconclusive():
@@ -331,10 +497,29 @@ def test_close_schemes_leave_c1_inconclusive():
     assert verdict(t, "C1") == INCONCLUSIVE and "below the resolution" in head(t, "C1")["reason"]
 
 
-def test_no_input_dependent_task_leaves_c2_untested():
-    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.9), tasks=("copy_repeat",))})
-    assert verdict(t, "C2") == INCONCLUSIVE and "no task whose coupled ids depend on the input" in head(t, "C2")[
-        "reason"]
+def test_no_paper_task_with_input_dependent_ids_leaves_c2_untested():
+    scores = at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.9)
+    t = check({"ppc": ppc_runs(scores, tasks=("copy_repeat", "pointer_copy"))})
+    assert verdict(t, "C2") == INCONCLUSIVE
+    assert "none of the paper's tasks whose coupled ids depend on the input was run" in head(t, "C2")["reason"]
+    t = check({"ppc": ppc_runs(scores, tasks=("parity_scratchpad",))})
+    assert verdict(t, "C1") == INCONCLUSIVE
+    assert "no task whose coupled ids are independent of the input" in head(t, "C1")["reason"]
+
+
+def test_what_a_task_is_to_the_claims_follows_from_its_module():
+    """The facts the claims read: from the task's code at the section's sampler settings."""
+    from sparselen.ppc import claims as ppc_claims
+
+    section = {"tasks": ["variable_assignment", "variable_assignment_digits", "parity_scratchpad_dense"],
+               "variable_assignment": {"train_sizes": [2, 4], "value_digits": [1, 1]},
+               "variable_assignment_digits": {"train_sizes": [2, 4], "value_digits": [2, 4], "id_skips": 1},
+               "parity_scratchpad_dense": {"train_sizes": [4, 8], "dense": True}}
+    f = ppc_claims.facts(section)["tasks"]
+    assert f["variable_assignment"]["control"] and not f["variable_assignment_digits"]["control"]
+    assert f["variable_assignment_digits"] == {"ids_depend_on_input": True, "control": "", "origin": "paper",
+                                               "id_skips": 1}
+    assert not f["parity_scratchpad_dense"]["ids_depend_on_input"]
 
 
 # ----------------------------------------------------------------------------- theory
@@ -374,6 +559,26 @@ def test_t1_fails_when_coupling_falls_below_local():
     assert verdict(t, "T1") == FAILS and group(t, "T1", "sfa k=2")["ci_high"] < -0.1
 
 
+def test_t1_on_two_models_at_chance_is_not_tested():
+    """Every law at chance beyond L: coupled - local is 0, inside the margin, but no model
+    generalizes, so there is nothing for coupling to be as good as. T1 held on this."""
+    t = check({"theory": theory_runs(lambda d, r: 0.5 if r > 1 else 0.98)})
+    row = group(t, "T1", "sfa k=2")
+    assert verdict(t, "T1") == INCONCLUSIVE and not row["tested"]
+    assert re.search(r"local law's model keeps -?0\.0\d .* of its margin at Lbar/L = 8 \(needs > 0.5\)", row["reason"])
+    assert "until it generalizes" in head(t, "T1")["resolve"]
+
+
+def test_t1_needs_a_reference_that_falls_short():
+    """Every law generalizes, the non-local one too: the comparison cannot tell a law that needs
+    locality from one that does not, so coupled matching local says nothing. T1 held on this."""
+    t = check({"theory": theory_runs(lambda d, r: 0.98)})
+    row = group(t, "T1", "sfa k=2")
+    assert verdict(t, "T1") == INCONCLUSIVE and not row["tested"]
+    assert "non-local reference does not fall short of local by more than 0.1" in row["reason"]
+    assert group(t, "T1", "sfa k=2: nonlocal (reference)")["verdict"] == HOLDS
+
+
 def test_t2_fails_a_model_at_chance_beyond_training():
     """Log loss 0.05 at L, at chance (log 2) at every Lbar >= 2L: the loss itself stays within
     16 (Lbar/L)^2 x loss(L), but the accuracy keeps none of its margin above chance."""
@@ -388,6 +593,30 @@ def test_t2_fails_where_the_loss_outgrows_the_bound():
     t = check({"theory": theory_runs(lambda d, r: 0.98, loss=lambda d, r: 1e-4 * r**4)})
     row = group(t, "T2", "sfa k=2")
     assert verdict(t, "T2") == FAILS and row["ci_low"] > 16 and "needs <= 16" in row["reason"]
+
+
+def test_t2_at_the_loss_floor_says_so_and_gives_no_constant():
+    """Log loss below the floor (1e-6) at every Lbar: floored, every run "needs" C = 1/4, a
+    number the floor makes, not the model. The runs are reported at the floor and the bound is
+    not tested; T2 held on this. With half the runs above the floor the bound is decided on
+    those, and the others are counted."""
+    t = check({"theory": theory_runs(lambda d, r: 0.98, loss=lambda d, r: 1e-7)})
+    row = group(t, "T2", "sfa k=2")
+    assert verdict(t, "T2") == INCONCLUSIVE and not row["tested"] and np.isnan(row["value"])
+    assert "6 of 6 runs at the floor (loss at L <= 1e-06, not resolved): no C" in row["reason"]
+    assert "the bound not tested: 0 runs with a loss at L above the floor" in row["reason"]
+    assert "above theory.floor" in head(t, "T2")["resolve"]
+    runs = theory_runs(lambda d, r: 0.98)
+    runs.loc[runs["seed"] < 3, "log_loss"] = 1e-7
+    half = group(check({"theory": runs}), "T2", "sfa k=2")
+    assert half["verdict"] == HOLDS and "over 3 runs" in half["reason"] and "3 of 6 runs at the floor" in half["reason"]
+
+
+def test_t2_says_where_the_bound_allows_a_chance_level_loss():
+    """A loss at L of 0.01: at Lbar = 8 L the bound allows 16 x 64 x 0.01 = 10 nats, more than a
+    model at chance (log 2), so only the accuracy condition can fail these runs."""
+    t = check({"theory": theory_runs(lambda d, r: 0.98, loss=lambda d, r: 0.01)})
+    assert "on 6 of them the bound allows more than a chance-level loss" in group(t, "T2", "sfa k=2")["reason"]
 
 
 def test_unfitted_laws_and_k1_leave_the_theory_claims_untested():
@@ -423,8 +652,9 @@ def language_tables(benefit=0.5, recovered=0.9, null=0.2, sparse_gain=0.8, dense
             for method, top in (("greedy", recovered), ("greedy_null", null)):
                 for k in (1, 2, 16):
                     r = top if (sparse and method == "greedy") or k == 16 else top * 0.3
-                    deps.append({"doc": d, "t": t, "seed": 0, "method": method, "k": k, "recovered": r + shift,
-                                 "L_short": 3.0, "L_long": 3.0 - b})
+                    labels = sparse and method == "greedy" and k <= 2  # what makes the token sparse
+                    deps.append({"doc": d, "t": t, "seed": 0, "method": method, "k": k,
+                                 "recovered": r + (abs(shift) if labels else shift), "L_short": 3.0, "L_long": 3.0 - b})
             if planted is not None:
                 deps += [{"doc": d, "t": 100 + t, "seed": 0, "method": "greedy_planted", "k": k,
                           "recovered": planted + shift, "L_short": 3.0, "L_long": 2.0} for k in (1, 2)]
@@ -435,11 +665,46 @@ def language_tables(benefit=0.5, recovered=0.9, null=0.2, sparse_gain=0.8, dense
                          "transfer": pd.DataFrame(transfer)}}
 
 
+def shared_denominator_tables(docs=40, per_doc=6, effect=0.0):
+    """Per-token tables in which sparsity and the normalised gain share only their denominator:
+    each token's benefit b ~ U(0.3, 2) nats; greedy's two best far tokens recover 0.5 +- 0.2 nats
+    (the share recovered, that over b, makes small-benefit tokens sparse); the PoSE model gains
+    0.3 +- 0.05 nats whatever the token (gain / b is large where b is small), plus ``effect``
+    x b on sparse tokens."""
+    rng = np.random.default_rng(3)
+    screen, deps, transfer = [], [], []
+    for d in range(docs):
+        for t in range(per_doc):
+            b, near = rng.uniform(0.3, 2.0), rng.uniform(0.3, 0.7)
+            screen.append({"doc": d, "t": t, "benefit": b})
+            deps += [{"doc": d, "t": t, "seed": 0, "method": "greedy", "k": k, "recovered": min(1.0, near * k / b),
+                      "L_short": 3.0, "L_long": 3.0 - b} for k in (1, 2, 16)]
+            deps += [{"doc": d, "t": 100 + t, "seed": 0, "method": "greedy_planted", "k": k, "recovered": 0.95,
+                      "L_short": 3.0, "L_long": 2.0} for k in (1, 2)]
+            gain = 0.3 + rng.normal(0, 0.05) + effect * b * (near * 2 / b >= 0.9)
+            transfer.append({"doc": d, "t": t, "seed": 0, "context": 32, "scheme": "pose", "gain": gain})
+    return {"language": {"screen": pd.DataFrame(screen), "deps": pd.DataFrame(deps),
+                         "transfer": pd.DataFrame(transfer)}}
+
+
+def test_l2_compares_sparse_and_dense_tokens_of_the_same_benefit():
+    """No sparsity effect, only the shared denominator: the unstratified difference is large and
+    held L2; within benefit strata, and against labels shuffled within them, it does not hold.
+    A real effect (sparse tokens gain 0.3 x their benefit more) still holds."""
+    t = check(shared_denominator_tables())
+    row = group(t, "L2", "pose, context 32")
+    assert verdict(t, "L2") != HOLDS and row["ci_low"] < 0.1
+    naive = float(re.search(r"unstratified ([+-]\d\.\d\d)", row["reason"])[1])
+    alone = float(re.search(r"shuffled labels alone give ([+-]\d\.\d\d)", row["reason"])[1])
+    assert naive > 0.2 and alone > 0.5 * naive  # the denominator makes most of the plain difference
+    assert verdict(check(shared_denominator_tables(effect=0.3)), "L2") == HOLDS
+
+
 def test_language_claims_on_per_token_tables():
     t = check(language_tables())
     assert verdict(t, "L1") == HOLDS and verdict(t, "L2") == HOLDS
     assert "minus the null control" in head(t, "L1")["reason"]
-    assert head(t, "L1")["resampled"] == "50 random resamples of 30 docs"
+    assert head(t, "L1")["resampled"].startswith("50 random resamples of 30 docs; Monte Carlo standard error")
     assert verdict(check(language_tables(recovered=0.3, null=0.1)), "L1") == FAILS  # well below half the benefit
     assert verdict(check(language_tables(recovered=0.9, null=0.9)), "L1") == INCONCLUSIVE  # no better than null
     assert verdict(check(language_tables(sparse_gain=0.1, dense_gain=0.8)), "L2") == FAILS
@@ -482,6 +747,17 @@ def test_every_claim_quotes_the_paper_and_states_a_criterion():
         assert c.criterion and c.slice in render.SECTIONS
         assert c.quote in doc, f"{c.id}: its quote is not in docs/reconstruction.md"
         assert f"### {c.id}:" in doc
+
+
+def test_the_default_decides_c1_with_two_of_its_ppc_seeds_failed():
+    """configs/README.md, "Seed power": the default's PPC seeds are sized so that C1 on
+    copy_repeat still decides (holds, stable) when oracle coupling fails to generalize on two of
+    them (benchmarks/failed_seeds.py, the claims' own code)."""
+    spec = importlib.util.spec_from_file_location("failed_seeds", ROOT / "benchmarks/failed_seeds.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    cfg = load([ROOT / "config.yaml"])
+    assert bench.decide(cfg, len(cfg["ppc"]["seeds"]), 2, 0.025)["verdict"] == HOLDS
 
 
 def test_configs_readme_says_which_config_can_decide_each_claim():

@@ -74,7 +74,8 @@ def test_the_conda_environment_pins_what_the_package_needs():
 @pytest.mark.skipif(shutil.which("conda") is None, reason="conda is not installed (no registry here offers it)")
 def test_every_job_runs_in_the_conda_environment_with_sdm_conda(tmp_path):
     out = subprocess.run([PYTHON, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(tmp_path),
-                          "-n", "--sdm", "conda", "fig_parity", "--configfile", *map(str, SMOKE)],
+                          "--workflow-profile", "none", "-n", "--sdm", "conda", "fig_parity", "--configfile",
+                          *map(str, SMOKE)],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     jobs = [r for r, _ in dry_run_jobs(tmp_path, "fig_parity") if r != "fig_parity"]

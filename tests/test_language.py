@@ -36,6 +36,63 @@ def test_split_is_by_document_fixed_by_seed():
     assert a != corpus.split_documents(docs, 0.2, 4)
 
 
+def test_the_streamed_split_writes_the_documents_of_the_in_memory_split(tmp_path):
+    """The corpus step streams documents to one JSONL file per split, split as in memory."""
+    src = tmp_path / "src.jsonl"
+    src.write_text("".join(json.dumps({"text": f"doc {i} " + "é" * i}) + "\n" for i in range(40)))
+    cfg = corpus_section(source="files", paths=[str(src)], eval_fraction=0.2, seed=3)
+    paths = {"train": tmp_path / "out/train.jsonl", "eval": tmp_path / "out/eval.jsonl"}
+    counts = corpus.write_split(cfg, paths)
+    in_memory = corpus.split_documents(corpus.read_documents(cfg), 0.2, 3)
+    for split, docs in in_memory.items():
+        assert [json.loads(line) for line in paths[split].read_text().splitlines()] == docs
+        assert list(corpus.texts(paths[split])) == [d["text"] for d in docs]
+        assert counts[split] == {"documents": len(docs), "characters": sum(len(d["text"]) for d in docs)}
+    assert sorted(p.name for p in paths["train"].parent.iterdir()) == ["eval.jsonl", "train.jsonl"]
+
+
+def test_the_tokens_step_writes_token_files_held_out_documents_first(tmp_path):
+    """The language_tokens step: OLMo-format token files of each split, equal to encoding the
+    documents in memory; held-out documents too short fail before the training split is encoded."""
+    from sparselen.jobs import Job, run
+
+    texts = {"train": [f"the cat {i} sat on the mat " * (i + 1) for i in range(12)],
+             "eval": ["a dog ran far away from home " * 30, "and came back " * 40]}
+    for split, docs in texts.items():
+        (tmp_path / f"{split}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in docs))
+    tok = tokenizer.train_bpe(texts["train"], vocab_size=300, min_frequency=1)
+    tok.save(str(tmp_path / "tok.json"))
+    inputs = {"train": str(tmp_path / "train.jsonl"), "eval": str(tmp_path / "eval.jsonl"),
+              "tokenizer": str(tmp_path / "tok.json")}
+    outputs = {"tokens": str(tmp_path / "out/tokens.json"), "train": str(tmp_path / "out/train.npy"),
+               "eval": str(tmp_path / "out/eval.npy")}
+
+    def tokens_step(eval_length):
+        lang = {"eval": {"length": eval_length}, "contexts": {"long": 16}}
+        run(Job.of("language_tokens", input=inputs, output=outputs, config={"language": lang}))
+
+    tokens_step(eval_length=32)
+    loaded = data.load_tokens(outputs["tokens"])
+    eos = tokenizer.eos_id(tok)
+    expected = data.pack(tokenizer.encode(tok, texts["train"]), eos)
+    assert torch.equal(loaded["train"][torch.arange(len(loaded["train"]))], expected)
+    assert [d.tolist() for d in loaded["eval"]] == tokenizer.encode(tok, texts["eval"])
+    assert json.loads((tmp_path / "out/tokens.json").read_text())["train_tokens"] == len(expected)
+    (tmp_path / "out/train.npy").unlink()
+    with pytest.raises(ValueError, match="language.eval.length = 10000: no held-out document is longer"):
+        tokens_step(eval_length=10000)
+    assert (tmp_path / "out/eval.npy").exists() and not (tmp_path / "out/train.npy").exists()
+
+
+def test_documents_are_encoded_in_chunks_to_the_ids_of_one_batch(monkeypatch):
+    tok = tokenizer.train_bpe(iter(["the cat sat on the mat"] * 20), vocab_size=300, min_frequency=1)
+    texts = [f"the cat {i} sat" * (i % 4 + 1) for i in range(30)]
+    whole, chunks, encode = tokenizer.encode(tok, texts), [], tokenizer.encode
+    monkeypatch.setattr(tokenizer, "encode", lambda tok, batch: chunks.append(len(batch)) or encode(tok, batch))
+    assert list(tokenizer.encode_stream(tok, iter(texts), chunk_chars=50)) == whole
+    assert len(chunks) > 5 and sum(chunks) == 30
+
+
 def test_local_txt_jsonl_and_json_gz(tmp_path):
     (tmp_path / "a.txt").write_text("first document")
     (tmp_path / "b.jsonl").write_text(json.dumps({"text": "second"}) + "\n\n" + json.dumps({"text": "third"}) + "\n")
@@ -232,13 +289,13 @@ def test_held_out_documents_too_short_fail_at_the_data_step():
     """Before any model trains: an evaluation length no held-out document exceeds is named."""
     from sparselen.language.data import check_held_out_lengths
 
-    docs = [torch.zeros(300), torch.zeros(513)]
+    lengths = [300, 513]
     lang = {"eval": {"length": 512}, "contexts": {"long": 128}}
-    check_held_out_lengths(docs, lang)
+    check_held_out_lengths(lengths, lang)
     lang["eval"]["length"] = 8192
     with pytest.raises(ValueError, match=r"language.eval.length = 8192: no held-out document is longer "
                                          r"\(the longest of 2 has 513 tokens\)"):
-        check_held_out_lengths(docs, lang)
+        check_held_out_lengths(lengths, lang)
 
 
 def test_planted_repeat_copies_the_span_at_the_stated_distance():

@@ -28,7 +28,7 @@ def test_the_recipe_check():
 def test_the_pilot_on_the_smoke_config(tmp_path, monkeypatch, capsys, smoke_dag):
     from sparselen.cli import main
 
-    monkeypatch.chdir(tmp_path)  # no results/language/tokens.pt here: the language shapes get random tokens
+    monkeypatch.chdir(tmp_path)  # no results/language/tokens here: the language shapes get random tokens
     monkeypatch.setattr(dag, "workflow_jobs", lambda files: smoke_dag)
     out = tmp_path / "pilot.json"
     result = pilot.pilot(SMOKE, steps=8, out=str(out), peak_tflops=0.1)

@@ -1,29 +1,48 @@
-"""Figure layout: what a reader must be able to read is not drawn over."""
+"""Figure layout: what a reader must be able to read is not drawn over (the slices' figures at
+the paper's grid: test_figures.py)."""
 
 import matplotlib
 
 matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 
-from sparselen.plotting import PNG_DPI, plot_panels  # noqa: E402
+from sparselen.plotting import PNG_DPI, plot_heatmaps, plot_panels  # noqa: E402
 
-LONG = "P1 not tested: 2 fitted k_test <= K_train [1, 2], 0 seeds with 3 fitted cells"
+LENGTHS = [20, 30, 40, 50, 70, 100, 150, 200, 300, 400, 500]
 
 
-def test_panel_notes_sit_below_the_axis_labels_and_apart_from_each_other():
-    lengths = [20, 30, 40, 50, 70, 100, 150, 200, 300, 400, 500]
-    summary = pd.DataFrame([{"K_train": K, "k_test": k, "length": n, "mean": 0.9, "ci_low": 0.8, "ci_high": 1.0}
-                            for K in (2, 3) for k in (1, 2, 3) for n in lengths])
-    notes = {K: f"{LONG}\nP2 +0.41 [+0.02, +0.80] inconclusive\n{LONG.replace('P1', 'P3')}" for K in (2, 3)}
-    fig = plot_panels(summary, "K_train", "k_test", xlabel="sample length 2l", title="a title over the panels",
-                      notes=notes)
+def boxes(fig):
     fig.set_dpi(PNG_DPI)  # as save_figure writes the PNG: text is laid out again at that resolution
     fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    boxes = []
-    for ax in fig.axes:
-        box = next(t for t in ax.texts if t.get_text().startswith("P1")).get_window_extent(renderer)
+    return fig.canvas.get_renderer()
+
+
+def test_the_legend_sits_under_every_panel_and_its_labels():
+    summary = pd.DataFrame([{"task": t, "scheme": s, "size": n, "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}
+                            for t in "abcde" for s in ("nope", "rope", "coupled", "ppc", "pose") for n in LENGTHS])
+    fig = plot_panels(summary, "task", "scheme", x="size", title="a title over the panels", chance=0.5)
+    renderer = boxes(fig)
+    legend = fig.legends[0].get_window_extent(renderer)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert len(panels) == 5
+    for ax in panels:
         labels = [ax.xaxis.label, *(t for t in ax.get_xticklabels() if t.get_text())]
-        assert all(box.y1 <= t.get_window_extent(renderer).y0 for t in labels)  # under every label
-        boxes.append(box)
-    assert boxes[0].x1 <= boxes[1].x0  # the first panel's notes end before the second's begin
+        assert all(legend.y1 <= t.get_window_extent(renderer).y0 for t in labels)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["coupled", "nope", "pose", "ppc", "rope", "chance"]
+
+
+def test_heatmap_panels_and_the_colorbar_do_not_overlap():
+    summary = pd.DataFrame([{"K": K, "k": k, "n": n, "mean": 0.7} for K in (4, 6, 8) for k in (4, 8, 12, 16)
+                            for n in LENGTHS])
+    fig = plot_heatmaps(summary, "K", "k", "n", boxes={4: ([4], [20, 30])}, marked_rows={4: [8, 12, 16]},
+                        box_label="trained", marked_label="never trained on", colorbar_label="accuracy")
+    renderer = boxes(fig)
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    bar = next(ax for ax in fig.axes if ax.get_ylabel() == "accuracy")
+    extents = [ax.get_tightbbox(renderer) for ax in panels]
+    right = bar.get_window_extent(renderer)
+    assert all(e.x1 <= right.x0 for e in extents)  # the colour bar right of every panel
+    first, second = extents[0], extents[1]
+    assert first.x1 <= second.x0  # neighbours in a row do not meet
+    legend = fig.legends[0].get_window_extent(renderer)
+    assert all(legend.y1 <= e.y0 for e in extents)

@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from conftest import validated
+from sparselen.batch import IGNORE
 from sparselen.jobs import Job, run
 from sparselen.model import GPTNeoX, ModelConfig
 from sparselen.ppc import checks
 from sparselen.ppc import jobs as ppc
-from sparselen.ppc.evaluate import cell_scores
+from sparselen.ppc.evaluate import cell_scores, evaluate_cells
 from sparselen.ppc.generate import generate
 from sparselen.ppc.tasks import sampler_params, variable_assignment
 from sparselen.rng import generator
@@ -161,7 +162,8 @@ def test_steps_end_to_end(tmp_path):
     p[task]["model"] = {"n_head": 4, "rotary_pct": 0.5}  # the task's overrides of ppc.model
     ev = tmp_path / "eval_set.pt"
     run(Job.of("ppc_eval_data", output={"eval_set": ev}, wildcards={"task": task},
-               params={"sampler": sampler_params(p[task]), "sizes": p[task]["eval_sizes"], "eval": p["eval"]}))
+               params={"sampler": sampler_params(p[task]), "sizes": p[task]["eval_sizes"], "eval": p["eval"],
+                       "train_sizes": p[task]["train_sizes"]}))
     train_params = {k: p[k] for k in ("model", "train", "max_position_id", "random_offset", "id_embedding",
                                       "position_loss_weight")} | {"task_config": p[task]}
     csvs = []
@@ -180,12 +182,19 @@ def test_steps_end_to_end(tmp_path):
         assert model.cfg.rotary_base == (100.0 if scheme == "rope_base100" else 10000.0)
         df = pd.read_csv(d / "eval.csv")
         assert (df["scheme"] == scheme).all()
-        assert df["size"].tolist() == [3, 8] and (df["n"] == 6).all()
-        assert df["position_accuracy"].notna().all() == (scheme == "ppc")
+        # the test cells, then the validation cell at the largest size
+        assert list(zip(df["split"], df["size"])) == [("test", 3), ("test", 8), ("validation", 8)]
+        assert (df["n"] == 6).all() and (df["first_lookup_limit"] == variable_assignment.max_first_lookup(4)).all()
+        for column in ("position_accuracy", "first_id_accuracy", "first_id_accuracy_within"):
+            assert df[column].notna().all() == (scheme == "ppc")
+        assert df["accuracy_beyond"].notna().tolist() == (df["n_beyond"] > 0).tolist()
     run(Job.of("ppc_table", input={"evals": csvs}, output={"csv": tmp_path / "t.csv", "md": tmp_path / "t.md"}))
     table = pd.read_csv(tmp_path / "t.csv")
-    assert set(table["scheme"]) == set(runs)
+    assert set(table["scheme"]) == set(runs) and (table["n_samples"] == 6).all()  # the test samples only
     assert set(table.loc[table["metric"] == "position_ids", "scheme"]) == {"ppc"}
+    assert set(table.loc[table["metric"] == "first_id", "scheme"]) == {"ppc"}
+    assert set(table.loc[table["metric"] == "exact_match_within", "scheme"]) == {"coupled", "ppc"}
+    assert table["beyond_lookup"].between(0, 1).all() and table.groupby("size")["beyond_lookup"].nunique().eq(1).all()
     run(Job.of("ppc_figure", input={"table": tmp_path / "t.csv"}, params={"train_max_sizes": {task: 4}},
                output={"png": tmp_path / "f.png", "pdf": tmp_path / "f.pdf"}))
     assert (tmp_path / "f.png").stat().st_size > 0 and (tmp_path / "f.pdf").stat().st_size > 0
@@ -227,4 +236,79 @@ def test_cell_scores_of_prompts_of_several_lengths(scheme):
         if scheme == "ppc":
             s.position_ids[i, P:L] = ids[0]
     n = len(s)
-    assert cell_scores(model, s, 4, torch.device("cpu")) == {"tokens": n, "ids": n, "both": n}
+    c = cell_scores(model, s, 4, torch.device("cpu"))
+    assert (c["tokens"], c["ids"], c["both"], c["first_id"]) == (n, n, n, n)
+
+
+def test_id_diagnostics_count_first_and_later_ids_and_lookup_distances():
+    """PPC's own generations as the truth, then some first ids and some later ids made wrong:
+    the counts find exactly those, and split the first ids by lookup distance."""
+    from sparselen.ppc.evaluate import first_lookup_distance
+
+    model = tiny("ppc", vocab=len(variable_assignment.VOCAB))
+    s = variable_assignment.sample(torch.full((24,), 5), generator("cells", 1), num_variables=8, max_depth=2)
+    n = len(s)
+    P, R = int(s.prompt_len[0]), int((s.length - s.prompt_len).max())
+    tokens, ids = generate(model, s.tokens[:, :P], s.position_ids[:, :P], R, oracle_ids=s.position_ids[:, P:P + R])
+    mask = s.response_mask[:, P:P + R]
+    s.tokens[:, P:P + R] = torch.where(mask, tokens, s.tokens[:, P:P + R])
+    s.position_ids[:, P:P + R] = torch.where(mask, ids, s.position_ids[:, P:P + R])
+    s.position_ids[:6, P] += torch.tensor([1, 9, 1, 9, 1, 9])  # a wrong first id, at two distances
+    s.position_ids[6:9, P + 1] += 1  # a wrong second id
+    distance = first_lookup_distance(s)  # of the true first ids
+    limit = int(distance[:6].sort().values[2])
+    far = distance > limit
+    assert 0 < int(far.sum()) < n and 0 < int(far[:6].sum()) < 6
+    c = cell_scores(model, s, 5, torch.device("cpu"), lookup_limit=limit)
+    assert (c["tokens"], c["ids"], c["first_id"], c["both"]) == (n, n - 9, n - 6, n - 9)
+    assert c["beyond"] == int(far.sum()) and c["first_id_beyond"] == int(far[6:].sum())
+    assert c["both_beyond"] == int(far[9:].sum())
+    row = evaluate_cells(model, {5: vars(s)}, 5, torch.device("cpu"), limit)[0]
+    assert row["later_id_accuracy"] == (n - 9) / (n - 6) and row["n_beyond"] == c["beyond"]
+    assert row["first_id_accuracy_within"] == (n - c["beyond"] - int((~far[:6]).sum())) / (n - c["beyond"])
+
+
+def test_task_forms_and_parity_scratchpad_config_errors():
+    """Two forms of one task are two sections; a scratchpad needs room for its marked bits; the
+    schema knows each form's keys by its task (id skips only where a task has units)."""
+    from sparselen.config import schema_errors
+
+    forms = {"parity_scratchpad": {"train_sizes": [3, 5], "eval_sizes": [3, 8], "k": [1, 3]},
+             "parity_scratchpad_dense": {"train_sizes": [3, 5], "eval_sizes": [3, 8], "dense": True, "id_skips": 1}}
+    p = config(tasks=[*TASKS_CFG, *forms], **forms)
+    assert p["parity_scratchpad_dense"]["k"] == [1, 4] and p["parity_scratchpad"]["id_skips"] == 0  # defaults
+    assert checks.config_errors(p) == []
+    bad = copy.deepcopy(p)
+    bad["parity_scratchpad"]["k"] = [1, 4]
+    assert any("ppc.parity_scratchpad.k = [1, 4]: samples of 3 pairs (the smallest size) cannot hold 4" in e
+               for e in checks.config_errors(bad))
+    bad["parity_scratchpad"]["eval_sizes"] = [3, 20]  # 2 * 20 + 1 > 40
+    assert any("ppc.parity_scratchpad reaches coupled id 41" in e for e in checks.config_errors(bad))
+    raw = {"ppc": {**copy.deepcopy(p), "tasks": ["sorting"], "copy_repeat": {**p["copy_repeat"], "id_skips": 1}}}
+    errors = schema_errors(raw)
+    assert any("ppc.tasks[0] = 'sorting'" in e for e in errors)
+    assert any(e.startswith("ppc.copy_repeat:") and "id_skips" in e for e in errors)
+
+
+def test_parity_scratchpad_trains_on_id_skips_and_scores_no_free_id(tmp_path):
+    """A coupled run of a task with id skips trains on skipped ids; the last scratchpad token's
+    id, which predicts nothing, is neither a training target nor scored."""
+    from sparselen.ppc.tasks import parity_scratchpad
+
+    task_cfg = {"train_sizes": [3, 5], "eval_sizes": [3, 6], "k": [1, 2], "dense": False, "id_skips": 1}
+    plain = ppc.training_batches("parity_scratchpad", {**task_cfg, "id_skips": 0}, 0, 16, 40, False)(0)
+    skipped = ppc.training_batches("parity_scratchpad", task_cfg, 0, 16, 40, False)(0)
+    assert torch.equal(plain.input_ids, skipped.input_ids) and (skipped.position_ids >= plain.position_ids).all()
+    assert (skipped.position_ids > plain.position_ids).any() and int(skipped.position_ids.max()) <= 40
+    assert (ppc.training_batches("parity_scratchpad", task_cfg, 0, 16, 40, False, coupled=False)(0).position_ids
+            is None)
+    free = (skipped.labels != IGNORE) & (skipped.position_labels == IGNORE)
+    assert int(free.sum()) == 16  # one free id per sample: the answer's
+    model = tiny("ppc", vocab=len(parity_scratchpad.VOCAB))
+    s = parity_scratchpad.sample(torch.full((8,), 4), generator("cells", 2), k=(1, 2))
+    P, R = int(s.prompt_len[0]), int((s.length - s.prompt_len).max())
+    tokens, ids = generate(model, s.tokens[:, :P], s.position_ids[:, :P], R)
+    mask = s.response_mask[:, P:P + R]
+    s.tokens[:, P:P + R] = torch.where(mask, tokens, 0)
+    s.position_ids[:, P:P + R] = torch.where(s.scored_ids[:, P:P + R], ids, ids + 1)  # every free id wrong
+    assert cell_scores(model, s, 8, torch.device("cpu"))["both"] == 8

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from sparselen.jobs import Job, run
-from sparselen.report import hyperparams, ledger, render
+from sparselen.report import hyperparams, ledger
 from test_claims import check, parity_runs, sparse_wins
 
 
@@ -91,27 +91,70 @@ def fake_run(results, slice_, tok_s, params):
 # ----------------------------------------------------------------------------- the report
 
 
-def test_rendered_report(tmp_path):
+def rendered(tmp_path, claims):
+    """The report of ``claims`` with one hyperparameter table, one benchmark file, one figure
+    and one training run; returns (Markdown, HTML)."""
     out = tmp_path / "results/report"
-    claims = check({"parity": parity_runs(sparse_wins)})
     out.mkdir(parents=True)
     claims.to_csv(out / "claims.csv", index=False)
-    hyperparams.write({"parity": {"K_train": [4]}}, "parity", out / "hp.csv", out / "hp.md")
-    write_bench(tmp_path / "results/benchmarks/parity/table.tsv", 2.0, 100.0, 1.5)
+    hyperparams.write({"parity": {"K_train": [4], "train": {"steps": 10}}}, "parity", out / "parity.csv",
+                      out / "parity.md")
+    write_bench(tmp_path / "results/benchmarks/parity/table.tsv", 4000.0, 2048.0, 1.5)
     ledger.write(ledger.read_benchmarks(tmp_path / "results/benchmarks"), out / "r.csv", out / "f.csv")
     fig = tmp_path / "results/figures/parity.png"
     fig.parent.mkdir(parents=True)
     fig.write_bytes(b"\x89PNG fake")
     fake_run(tmp_path / "results", "parity", 10.0, 100)
     run(Job.of("report_render", input={
-        "claims": str(out / "claims.csv"), "hyperparams": [str(out / "hp.md")], "ledger_rules": str(out / "r.csv"),
+        "claims": str(out / "claims.csv"), "hyperparams": [str(out / "parity.csv")], "ledger_rules": str(out / "r.csv"),
         "ledger_figures": str(out / "f.csv"), "slices": [str(fig), str(tmp_path / "results/parity/table.md")],
         "runs": [str(tmp_path / "results/parity/run0/eval.csv")]},
         output={"md": out / "report.md", "html": out / "report.html"}))
-    md = (out / "report.md").read_text()
-    assert "| P1 " in md and "**holds**" in md and "](../figures/parity.png)" in md
-    assert "| parity  |      1 |" in md  # provenance: the one training run beside the given eval file
-    ppc = md.split("## Position coupling")[1].split("##")[0]
-    assert "not run" in ppc
-    html = (out / "report.html").read_text()
-    assert "data:image/png;base64," in html and "<table>" in html and "<h2>Claims</h2>" in html
+    return (out / "report.md").read_text(), (out / "report.html").read_text()
+
+
+def test_the_report_opens_with_the_answer(tmp_path):
+    claims = check({"parity": parity_runs(sparse_wins)})
+    md, html = rendered(tmp_path, claims)
+    sections = [line for line in md.splitlines() if line.startswith("## ")]
+    assert sections[0] == "## The answer"
+    answer = md.split("## The answer")[1].split("\n## ")[0]
+    lines = [line for line in answer.splitlines() if line.startswith("- ")]
+    assert [line.split("**")[1] for line in lines] == list(claims.loc[claims["group"] == "all", "claim"])
+    p1 = next(line for line in lines if line.startswith("- **P1**"))
+    assert p1.startswith("- **P1** **holds** *Sparser tasks") and "Spearman's rho -1.00 (95% interval" in p1
+    assert "K_train=4, 6 seeds): below 0, the sparser the task" in p1
+    assert "- **C1** **not run** *Position coupling" in answer and "The ppc slice was not run." in answer
+    # every group's reason once, in the details
+    for reason in claims.loc[claims["group"] != "all", "reason"].dropna().unique():
+        assert md.count(reason) == 1, reason
+    assert "](../figures/parity.png)" in md and "\n*Sparse parity." in md  # the figure and its caption
+    assert "| parity | 1 |" in md  # provenance: the one training run beside the given eval file
+    assert "| parity | 1 | 1:06:40 | 1:06:40 | 0:00:02 | 2.0 GB |" in md  # the ledger: h:mm:ss, memory in GB
+    assert "not run" in md.split("## Position coupling")[1].split("##")[0]
+    assert 'class="verdict v0">holds</strong>' in html and "data:image/png;base64," in html
+    assert '<h2 id="the-answer">The answer</h2>' in html and "<details><summary>" in html
+
+
+def test_a_claim_this_config_cannot_decide_says_so_and_which_config_can(tmp_path):
+    from sparselen.report import claims as cl
+    from test_claims import FACTS, RES
+
+    runs = parity_runs(sparse_wins, seeds=(0, 1))
+    table = cl.check({"parity": {"evals": runs}}, RES, FACTS, designs={"P1": ["paper.yaml"]},
+                     gaps={"P1": "2 seeds per group (a stable verdict needs 4)"})
+    p1 = table[(table["claim"] == "P1") & (table["group"] == "all")].iloc[0]
+    assert p1["verdict"] == "inconclusive" and p1["state"] == "not decidable on this config"
+    assert p1["answer"] == "2 seeds per group (a stable verdict needs 4): run configs/paper.yaml"
+    md, _ = rendered(tmp_path, table)
+    details = md.split("### P1")[1].split("### ")[0]
+    assert "Stability" not in details and "This config cannot decide it" in details
+    # the same runs where the config could decide it: inconclusive, saying what changed the verdict
+    table = cl.check({"parity": {"evals": runs}}, RES, FACTS)
+    p1 = table[(table["claim"] == "P1") & (table["group"] == "all")].iloc[0]
+    assert p1["state"] == "inconclusive" and p1["decided"] == "holds"
+    assert p1["answer"].endswith(f"; but the verdict (holds) changes in {p1['stability']:.0%} of resamples of the seeds")
+    md, _ = rendered(tmp_path / "decidable", table)
+    details = md.split("### P1")[1].split("### ")[0]
+    assert f"Stability: the verdict (holds) changes in {p1['stability']:.0%} of the resamples" in details
+    assert "more than 10%, so the claim is inconclusive." in details

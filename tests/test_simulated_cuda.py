@@ -220,11 +220,11 @@ def test_a_data_parallel_launch_on_two_simulated_gpus_finishes(tmp_path):
     assert diff < TOLERANCE
 
 
-def test_language_analysis_and_transfer_on_a_simulated_gpu_equal_the_cpu_run(smoke_run, tmp_path):
-    """The smoke run's language analysis (screen, greedy, selectors with saliency's backward
-    pass, null and planted controls) and one model's transfer (losses, induction probe), run
-    again on a simulated GPU from the same model and tokens: every device placement holds and
-    the tables equal the CPU run's (the simulation keeps the CPU's numerics)."""
+def test_language_transfer_on_a_simulated_gpu_equals_the_cpu_run(smoke_run, tmp_path):
+    """The smoke run's transfer of the reference model (its losses at both contexts on the
+    screened tokens, the induction probe), run again on a simulated GPU from the same model and
+    tokens: every device placement holds and the tables equal the CPU run's (the simulation
+    keeps the CPU's numerics). The analysis itself: tests/test_language_analysis.py."""
     import pandas as pd
 
     from conftest import smoke_config
@@ -233,24 +233,19 @@ def test_language_analysis_and_transfer_on_a_simulated_gpu_equal_the_cpu_run(smo
     lang = smoke_config()["language"]
     long, scheme = lang["contexts"]["long"], lang["schemes"]["long"][0]
     results = smoke_run / "results" / "language"
-    model, tokens = results / f"ctx{long}/{scheme}/seed0/model.pt", results / "tokens.pt"
-    gpu = {"device": "auto", "gpus_per_job": 1}
-    analyze = {name: tmp_path / f"{name}.csv" for name in ("screen", "deps", "planted")}
-    transfer = {name: tmp_path / f"{name}.csv" for name in ("losses", "screen_losses", "induction")}
+    cpu = results / f"ctx{long}/{scheme}/seed0"
+    outputs = {name: tmp_path / f"{name}.csv" for name in ("losses", "screen_losses", "induction")}
     with simulate(1):
-        run(Job.of("language_analyze", input={"model": model, "tokens": tokens}, output=analyze,
-                   params={"analysis": lang["analysis"], "contexts": lang["contexts"]}, config=gpu))
-        run(Job.of("language_transfer", input={"model": model, "tokens": tokens, "screen": analyze["screen"]},
-                   output=transfer, wildcards={"context": long, "run": scheme, "seed": 0}, config=gpu,
+        run(Job.of("language_transfer", output=outputs, wildcards={"context": long, "run": scheme, "seed": 0},
+                   input={"model": cpu / "model.pt", "tokens": results / "tokens/tokens.json",
+                          "screen": results / "analysis/seed0/screen.csv"},
                    params={"contexts": lang["contexts"], "batch_size": lang["analysis"]["batch_size"],
-                           "induction": lang["analysis"]["induction"]}))
-    cpu = {"screen": results / "analysis/seed0/screen.csv", "deps": results / "analysis/seed0/dependency.csv",
-           "planted": results / "analysis/seed0/planted.csv",
-           "losses": results / f"ctx{long}/{scheme}/seed0/analysed_token_losses.csv",
-           "screen_losses": results / f"ctx{long}/{scheme}/seed0/screen_losses.csv",
-           "induction": results / f"ctx{long}/{scheme}/seed0/induction.csv"}
-    for name, path in {**analyze, **transfer}.items():
-        pd.testing.assert_frame_equal(pd.read_csv(path), pd.read_csv(cpu[name]), obj=name)
+                           "induction": lang["analysis"]["induction"]},
+                   config={"device": "auto", "gpus_per_job": 1}))
+    expected = {"losses": cpu / "analysed_token_losses.csv", "screen_losses": cpu / "screen_losses.csv",
+                "induction": cpu / "induction.csv"}
+    for name, path in outputs.items():
+        pd.testing.assert_frame_equal(pd.read_csv(path), pd.read_csv(expected[name]), obj=name)
 
 
 def parity_run(out, device: str, steps: int = 6):

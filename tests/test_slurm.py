@@ -42,7 +42,8 @@ def snakemake(workdir: Path, *args: str, target: str = TARGET, overlays: tuple =
               env: dict | None = None) -> subprocess.CompletedProcess:
     configfiles = [*SMOKE, *overlays]
     cmd = ["timeout", "-k", "30", str(TIMEOUT), sys.executable, "-m", "snakemake", target,
-           "-s", str(REPO / "Snakefile"), "--directory", str(workdir), *args, "--configfile", *map(str, configfiles)]
+           "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--workflow-profile", "none", *args,
+           "--configfile", *map(str, configfiles)]  # no default profile: dry runs list every job
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 60, env={**os.environ, **(env or {})})
     assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
     return proc

@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sparselen.stats import summarize, t_interval
+from sparselen.stats import (binomial_noise, ratio_noise, shuffled_within, stratified_difference, summarize,
+                             t_interval, welch_interval)
 
 
 def test_t_interval_known_values():
@@ -23,3 +24,40 @@ def test_summarize_groups_and_clips():
     assert out.loc[2, "ci_low"] < 0.5 < out.loc[2, "ci_high"]
     assert (out["n_seeds"] == 3).all()
     assert np.isfinite(out["ci_low"]).all()
+
+
+def test_four_seeds_at_one_give_an_interval_of_nonzero_width():
+    """Four runs at exact match 1.00 on 200 samples each: every seed agrees, but each value
+    carries the noise of its 200 samples, so the interval is not [1.00, 1.00]."""
+    ones = [1.0] * 4
+    mean, lo, hi = t_interval(ones, noise=binomial_noise(ones, 200))
+    assert mean == 1.0 and 0.99 < lo < 1.0 < hi
+    diff, lo, hi = welch_interval(ones, [0.0] * 4, noise_a=binomial_noise(ones, 200),
+                                  noise_b=binomial_noise([0.0] * 4, 200))
+    assert diff == 1.0 and lo < 1.0 < hi
+    assert t_interval(ones) == (1.0, 1.0, 1.0)  # without the floor: zero width
+
+
+def test_the_noise_floor_shrinks_p_away_from_0_and_1_and_only_floors_the_spread():
+    assert binomial_noise(1.0, 200) == pytest.approx((200.5 / 201) * (0.5 / 201) / 200)
+    assert binomial_noise(0.5, 200) == pytest.approx(0.25 / 200, rel=1e-4)
+    spread = [0.2, 0.5, 0.8]  # a spread over seeds far above the noise: the floor changes nothing
+    assert t_interval(spread, noise=binomial_noise(spread, 200)) == t_interval(spread)
+    # a ratio's noise: var(a/b) ~ var(a)/b^2 + a^2 var(b)/b^4
+    assert ratio_noise(0.25, 0.5, 1e-4, 1e-4) == pytest.approx(1e-4 / 0.25 + 0.0625 * 1e-4 / 0.0625)
+
+
+def test_a_stratified_difference_removes_what_the_strata_explain():
+    """x rises with the stratum and the label is commoner in the high stratum: the plain
+    difference is mostly the strata's; within them the labels differ by exactly 0.1."""
+    strata = np.array([0] * 4 + [1] * 4)
+    label = np.array([1, 0, 0, 0, 1, 1, 1, 0], dtype=bool)
+    x = strata * 1.0 + 0.1 * label
+    assert stratified_difference(x, label, strata) == pytest.approx(0.1)
+    assert stratified_difference(x, label, np.zeros(8)) == pytest.approx(x[label].mean() - x[~label].mean())
+    assert stratified_difference(x, label, np.zeros(8)) > 0.4
+    w = np.array([[1.0] * 8, [0, 1, 1, 1, 1, 1, 1, 1]])  # weights per replicate; the second drops a stratum's label
+    assert stratified_difference(x, label, strata, w) == pytest.approx([0.1, 0.1])
+    shuffled = shuffled_within(label, strata, 50, np.random.default_rng(0))
+    assert shuffled.shape == (50, 8)
+    assert (shuffled[:, :4].sum(1) == 1).all() and (shuffled[:, 4:].sum(1) == 3).all()  # counts kept per stratum

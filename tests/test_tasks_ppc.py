@@ -6,8 +6,10 @@ import torch
 
 from sparselen.batch import IGNORE
 from sparselen.rng import generator
-from sparselen.ppc.tasks import addition, copy_repeat, pointer_copy, variable_assignment
-from sparselen.ppc.samples import random_offsets, to_batch
+from sparselen.ppc.evaluate import first_lookup_distance
+from sparselen.ppc.samples import random_offsets, skip_ids, to_batch
+from sparselen.ppc.tasks import (addition, copy_repeat, parity_scratchpad, pointer_copy, task_kind, task_module,
+                                 variable_assignment)
 
 SIZES = torch.tensor([1, 2, 3, 5, 8, 13, 7, 4])
 
@@ -151,30 +153,39 @@ def test_pointer_copy_queries_every_line():
     assert first.bincount()[[0, 5, 10, 15]].min() > 150  # uniform over the 4 lines
 
 
-@pytest.mark.parametrize("module", [copy_repeat, addition, variable_assignment, pointer_copy])
+# each task's sampler settings for SIZES (parity_scratchpad: at most one marked bit per pair)
+PARAMS = {copy_repeat: {}, addition: {}, variable_assignment: {}, pointer_copy: {}, parity_scratchpad: {"k": (1, 1)}}
+
+
+@pytest.mark.parametrize("module", list(PARAMS), ids=lambda m: m.__name__.rsplit(".", 1)[1])
 def test_seeded_and_vectorized(module):
-    a = module.sample(SIZES, generator("t", 4))
-    b = module.sample(SIZES, generator("t", 4))
-    c = module.sample(SIZES, generator("t", 5))
+    a = module.sample(SIZES, generator("t", 4), **PARAMS[module])
+    b = module.sample(SIZES, generator("t", 4), **PARAMS[module])
+    c = module.sample(SIZES, generator("t", 5), **PARAMS[module])
     assert torch.equal(a.tokens, b.tokens) and torch.equal(a.position_ids, b.position_ids)
     assert not torch.equal(a.tokens, c.tokens)
     # the prompt grows with the size exactly as the task defines it
     per_size = {copy_repeat: SIZES + 2, addition: 2 * SIZES + 4, variable_assignment: 4 * SIZES + 3,
-                pointer_copy: 5 * SIZES + 1}[module]
+                pointer_copy: 5 * SIZES + 1, parity_scratchpad: 2 * SIZES + 1}[module]
     assert torch.equal(a.prompt_len, per_size)
+    # the longest first lookup the task states bounds every sample's, and is reached
+    assert int(first_lookup_distance(a).max()) <= module.max_first_lookup(int(SIZES.max()), **PARAMS[module])
+    assert int(a.position_ids.max()) <= module.max_coupled_id(int(SIZES.max()), **PARAMS[module])
 
 
-@pytest.mark.parametrize("module", [copy_repeat, addition, variable_assignment, pointer_copy])
+@pytest.mark.parametrize("module", list(PARAMS), ids=lambda m: m.__name__.rsplit(".", 1)[1])
 def test_batch_alignment_and_offsets(module):
-    s = module.sample(SIZES, generator("t", 6))
+    s = module.sample(SIZES, generator("t", 6), **PARAMS[module])
     off = random_offsets(s, 80, generator("o", 0))
     b = to_batch(s, off)
     assert int(b.position_ids.max()) <= 80 and len(set(off.tolist())) > 1
     for i in range(len(s)):
         P, L = int(s.prompt_len[i]), int(s.length[i])
-        # position t predicts token t+1 and its id, on response tokens only
+        scored = s.scored_ids[i, P:L]
+        # position t predicts token t+1 and, where it is a target, its id, on response tokens only
         assert b.labels[i, P - 1:L - 1].tolist() == s.tokens[i, P:L].tolist()
-        assert b.position_labels[i, P - 1:L - 1].tolist() == (s.position_ids[i, P:L] + off[i]).tolist()
+        ids = torch.where(scored, s.position_ids[i, P:L] + off[i], IGNORE)
+        assert b.position_labels[i, P - 1:L - 1].tolist() == ids.tolist()
         assert (b.labels[i, :P - 1] == IGNORE).all() and (b.labels[i, L - 1:] == IGNORE).all()
         assert (b.position_labels[i, :P - 1] == IGNORE).all()
     with pytest.raises(ValueError, match="max_position_id"):
@@ -192,3 +203,152 @@ def test_bad_task_arguments():
         pointer_copy.sample(SIZES, generator("t", 7), num_keys=8)
     with pytest.raises(ValueError, match="line_length"):
         pointer_copy.sample(SIZES, generator("t", 7), line_length=(3, 2))
+    with pytest.raises(ValueError, match=r"parity_scratchpad.k = \[1, 2\]: a sample of 1 pairs"):
+        parity_scratchpad.sample(SIZES, generator("t", 7), k=(1, 2))
+    with pytest.raises(ValueError, match="parity_scratchpad.k"):
+        parity_scratchpad.sample(SIZES, generator("t", 7), k=(2, 1))
+
+
+PARITY = {"even": 0, "odd": 1}  # the scratchpad's symbols, not the bits' 0 and 1
+
+
+def reference_scratchpad(prompt):
+    """Read the sparse-parity prompt independently: the marked bits in order, each with its
+    index in the prompt, and the running parity over them, starting at 0 (even)."""
+    assert prompt[-1] == "=" and len(prompt) % 2 == 1
+    pairs = [(prompt[2 * i], prompt[2 * i + 1], 2 * i) for i in range(len(prompt) // 2)]
+    assert all(x in "01" and m in "+-" for x, m, _ in pairs)
+    marked = [(int(x), at) for x, m, at in pairs if m == "+"]
+    running = [0]
+    for x, _ in marked:
+        running.append(running[-1] ^ x)
+    return marked, running
+
+
+@pytest.mark.parametrize("k", [(1, 1), (1, 3), (2, 4)])
+def test_parity_scratchpad(k):
+    sizes = torch.tensor([4, 5, 9, 6, 12, 7, 4, 8] * 4)
+    s = parity_scratchpad.sample(sizes, generator("t", 10), k=k)
+    ks, firsts = [], []
+    for l, (prompt, pid, resp, rid), i in zip(sizes.tolist(), rows(parity_scratchpad, s), range(len(s))):
+        assert len(prompt) == 2 * l + 1
+        # "=" has id 0, the bit and marker of pair i the ids 2i - 1 and 2i
+        assert pid == list(range(1, 2 * l + 1)) + [0]
+        marked, running = reference_scratchpad(prompt)
+        assert k[0] <= len(marked) <= k[1]
+        ks.append(len(marked))
+        # the scratchpad: the running parity, one token per marked bit, the last the answer
+        assert [PARITY[p] for p in resp] == running and PARITY[resp[-1]] == sum(x for x, _ in marked) % 2
+        # each token that predicts an entry carries the id of the bit it must read next; the
+        # last one's id is free (neither trained nor scored)
+        assert rid[:-1] == [pid[at] for _, at in marked] and rid[-1] == 2 * l + 1
+        assert s.scored_ids[i, s.prompt_len[i]:s.length[i]].tolist() == [True] * len(marked) + [False]
+        firsts.append(rid[0])
+    assert set(ks) == set(range(k[0], k[1] + 1))
+    assert len(set(firsts)) > 3  # the first id, where the first marked bit is, depends on the input
+
+
+def test_parity_scratchpad_prediction_is_local_and_the_next_id_depends_on_the_input():
+    """Each scratchpad token follows from the previous one and the token at the previous one's
+    id alone; the next id is the next marked bit after the current id: found in the prompt."""
+    s = parity_scratchpad.sample(torch.full((64,), 10), generator("t", 11), k=(1, 5))
+    for prompt, pid, resp, rid in rows(parity_scratchpad, s):
+        at_id = {i: tok for tok, i in zip(prompt, pid)}
+        marked_ids = sorted(pid[i] for i in range(0, len(prompt) - 1, 2) if prompt[i + 1] == "+")
+        for j in range(len(resp) - 1):
+            assert PARITY[resp[j + 1]] == PARITY[resp[j]] ^ int(at_id[rid[j]])
+        for j in range(len(resp) - 2):
+            assert rid[j + 1] == min(i for i in marked_ids if i > rid[j])
+        assert rid[0] == marked_ids[0]
+
+
+def test_parity_scratchpad_dense_ids_step_regularly_whatever_the_bits():
+    sizes = torch.tensor([3, 5, 8, 8, 8])
+    s = parity_scratchpad.sample(sizes, generator("t", 12), dense=True)
+    seen = {}
+    for l, (prompt, pid, resp, rid) in zip(sizes.tolist(), rows(parity_scratchpad, s)):
+        assert prompt[1::2][:l] == ["+"] * l and len(resp) == l + 1
+        # the first id one more than "="'s, each next the previous plus 2
+        assert rid == list(range(1, 2 * l + 2, 2))
+        seen.setdefault(l, set()).add("".join(prompt[0::2]))
+    assert len(seen[8]) == 3  # three different bit strings of 8 pairs, one set of ids
+    assert not parity_scratchpad.ids_depend_on_input(dense=True) and parity_scratchpad.ids_depend_on_input()
+    assert parity_scratchpad.max_first_lookup(8, dense=True) == 1
+
+
+SKIPPED = {pointer_copy: {"line_length": (2, 4)}, variable_assignment: {"value_digits": (1, 3)},
+           parity_scratchpad: {"k": (1, 1)}}
+
+
+@pytest.mark.parametrize("module", list(SKIPPED), ids=lambda m: m.__name__.rsplit(".", 1)[1])
+def test_id_skips_keep_the_coupling_and_lengthen_distances(module):
+    """Skips fall before unit starts only, remap every id by value (a response token keeps the
+    id of the prompt token it is coupled to, a unit its consecutive ids) and lengthen the id
+    distances of lookups."""
+    s = module.sample(SIZES, generator("t", 13), **SKIPPED[module])
+    starts = module.unit_starts(s)
+    t = skip_ids(s, starts, 2, 150, generator("skip", 0))
+    assert int(t.position_ids.max()) <= 150 and torch.equal(t.tokens, s.tokens)
+    grew = 0
+    for i in range(len(s)):
+        P, L = int(s.prompt_len[i]), int(s.length[i])
+        old, new = s.position_ids[i, :L], t.position_ids[i, :L]
+        shift = dict(zip(old.tolist(), (new - old).tolist()))
+        assert all(shift[o] == n - o for o, n in zip(old.tolist(), new.tolist()))  # one map of id values
+        # along the prompt in id order, the shift changes only at a unit start
+        prompt = sorted(range(P), key=lambda j: int(old[j]))
+        for a, b in zip(prompt, prompt[1:]):
+            if new[b] - new[a] != old[b] - old[a]:
+                assert starts[i, b]
+        grew += int(first_lookup_distance(t.select([i]))) > int(first_lookup_distance(s.select([i])))
+    assert grew > len(s) // 4
+    in_prompt = torch.arange(s.tokens.shape[1])[None] < s.prompt_len[:, None]
+    assert not starts[:, 0].any() and not (starts & ~in_prompt).any()
+
+
+def test_unit_starts():
+    s = pointer_copy.sample(torch.tensor([3]), generator("t", 14), num_keys=8)
+    words = [pointer_copy.VOCAB[t] for t in s.tokens[0, :s.prompt_len[0]]]
+    assert [w for w, u in zip(words, pointer_copy.unit_starts(s)[0]) if u] == [words[5], words[10], words[15]]
+    assert words[15].startswith("?k")  # the second and third keys, and the query
+    s = variable_assignment.sample(torch.tensor([3]), generator("t", 15), num_variables=8)
+    words = [variable_assignment.VOCAB[t] for t in s.tokens[0, :s.prompt_len[0]]]
+    assert [w for w, u in zip(words, variable_assignment.unit_starts(s)[0]) if u] == [words[4], words[8], "?"]
+    s = parity_scratchpad.sample(torch.tensor([3]), generator("t", 16), k=(1, 1))
+    assert parity_scratchpad.unit_starts(s)[0].nonzero().flatten().tolist() == [2, 4]  # bits of pairs 2 and 3
+
+
+def test_task_forms():
+    """A section named <task>_<form> runs that task: its own settings, runs and rows."""
+    assert task_kind("parity_scratchpad_dense") == "parity_scratchpad" and task_module("pointer_copy") is pointer_copy
+    assert task_kind("variable_assignment_digits") == "variable_assignment"
+    with pytest.raises(ValueError, match="'sorting' is neither a task"):
+        task_kind("sorting")
+
+
+def found_by_content(prompt, resp) -> bool:
+    """Whether each response token after the first is found by content: the token after ``v =``
+    for the previous token v, or the end after a constant's one digit."""
+    for prev, tok in zip(resp, resp[1:]):
+        if prev.startswith("v"):
+            lhs = [i for i in range(len(prompt) - 1) if prompt[i] == prev and prompt[i + 1] == "="]
+            if len(lhs) != 1 or prompt[lhs[0] + 2] != tok:
+                return False
+        elif tok != "$":  # a digit after a digit: found by its place, not its content
+            return False
+    return True
+
+
+@pytest.mark.parametrize("value_digits", [(1, 1), (1, 3)])
+def test_controls_follow_from_the_task_structure(value_digits):
+    """variable_assignment is a control exactly when every response token is found by content,
+    which the samples show."""
+    s = variable_assignment.sample(SIZES, generator("t", 17), num_variables=16, value_digits=value_digits)
+    by_content = [found_by_content(prompt, resp) for prompt, _, resp, _ in rows(variable_assignment, s)]
+    assert variable_assignment.found_by_content(value_digits=value_digits) == all(by_content)
+    assert bool(variable_assignment.control(value_digits=value_digits)) == all(by_content)
+
+
+def test_which_ids_depend_on_the_input():
+    assert variable_assignment.ids_depend_on_input() and pointer_copy.ids_depend_on_input()
+    assert not copy_repeat.ids_depend_on_input() and not addition.ids_depend_on_input()

@@ -77,7 +77,9 @@ class Term:
 class Work:
     terms: list = field(default_factory=list)
     units: dict = field(default_factory=dict)
-    # training part only, for resubmission arithmetic: steps and checkpoint interval
+    # the part a killed attempt keeps, for resubmission arithmetic: its terms' kinds, its units
+    # (training steps, the analysis's searches) and how many units a checkpoint holds
+    resumable: tuple = ("train",)
     train_steps: int = 0
     checkpoint_every: int = 0
     model_job: bool = True  # False: no model (data, tables, figures): always on the CPU profile
@@ -140,10 +142,11 @@ def aggregate(job=None, config=None) -> Work:
 
 
 def seconds(work: Work, profile: Profile) -> dict:
-    """Predicted seconds of one job: ``seconds`` in all; its training part ``train_seconds``
-    (for checkpoint arithmetic); ``busy_seconds``, the part its device spends on its FLOPs
-    (what jobs sharing a GPU add up: ``sparselen.estimate.tables``); ``restart_seconds``, what
-    every attempt pays before any work (start-up; a trained model's compilation)."""
+    """Predicted seconds of one job: ``seconds`` in all; its resumable part ``train_seconds``
+    (``work.resumable``: what its checkpoints keep, for the resubmission arithmetic);
+    ``busy_seconds``, the part its device spends on its FLOPs (what jobs sharing a GPU add up:
+    ``sparselen.estimate.tables``); ``restart_seconds``, what every attempt pays before any work
+    (start-up; a trained model's compilation)."""
     trains = any(t.kind == "train" for t in work.terms)
     restart = profile.job_s + (profile.compile_s if trains else 0.0)
     total, train, busy = restart, 0.0, 0.0
@@ -153,9 +156,10 @@ def seconds(work: Work, profile: Profile) -> dict:
         s = flop_s
         if t.kind == "train":  # the per-layer overheads (kernel launches) come with every pass
             s += t.calls * (profile.step_s + t.passes * t.n_layer * profile.step_layer_s)
-            train += s
         else:
             s += t.calls * (profile.call_s + t.n_layer * profile.call_layer_s) * (2 if t.kind == "grad" else 1)
+        if t.kind in work.resumable:
+            train += s
         total += s
     units = dict(work.units)
     if work.model_job:

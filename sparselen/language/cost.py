@@ -39,7 +39,8 @@ def corpus_size(c: dict, chars_per_document: float = 2200.0) -> tuple[float, flo
 
 
 def corpus(job, config) -> Work:
-    return Work(model_job=False).unit("read_char", corpus_size(job.params.corpus)[1])
+    """The documents are read twice: counted, then split (sparselen.language.corpus)."""
+    return Work(model_job=False).unit("read_char", 2 * corpus_size(job.params.corpus)[1])
 
 
 def tokenizer(job, config) -> Work:
@@ -98,8 +99,8 @@ def analyze(job, config) -> Work:
 
 def transfer(job, config) -> Work:
     """Every run's losses on the analysed tokens at both contexts (every screened token for a
-    long-context model), then the induction probe: full sequences (every position's loss, in
-    fp32: it does not autocast), then copy 2 at the short context."""
+    long-context model), then the induction probe: full sequences (every position's loss), then
+    copy 2 at the short context; every pass under bf16 autocast."""
     a, p = config["language"]["analysis"], job.params
     short, long, B = p.contexts["short"], p.contexts["long"], p.batch_size
     shape, cfg = _shape(config["language"], job.wildcards.run), _config(config["language"], job.wildcards.run)
@@ -116,7 +117,7 @@ def transfer(job, config) -> Work:
     w.need(f"losses at the long context, {B} x {long} tokens", "language.analysis.batch_size",
            lambda kind: memory.no_grad_pass(cfg, B, long, kind, autocast=True))
     return w.need(f"induction probe pass of {rows} x {long - 1} tokens", "language.analysis.batch_size",
-                  lambda kind: memory.no_grad_pass(cfg, rows, long - 1, kind, autocast=False, unembed="all",
+                  lambda kind: memory.no_grad_pass(cfg, rows, long - 1, kind, autocast=True, unembed="all",
                                                    per_position_loss=True))
 
 
@@ -137,6 +138,8 @@ def analysis_work(shape: Shape, a: dict, short: int, long: int) -> Work:
     # repeat beyond the short window
     beyond = sum(d > short for d in pl["distances"]) / len(pl["distances"])
     n_greedy = n_tok * (2 if a["null_control"] else 1) + int(pl["tokens"] * beyond)
+    # the job keeps its progress after each token's greedy search (sparselen.language.progress)
+    w.resumable, w.train_steps, w.checkpoint_every = ("forward", "grad"), n_greedy, 1
     for j in range(kmax):  # greedy step j: n_far - j candidates of short + j + 1 tokens, per token
         sizes = chunks(n_far - j, B)
         w.add("forward", n_greedy * len(sizes),
@@ -155,19 +158,19 @@ def analysis_work(shape: Shape, a: dict, short: int, long: int) -> Work:
 
 
 def analysis_memory(w: Work, cfg, a: dict, long: int) -> Work:
-    """The analysis's largest passes, each ``batch_size`` rows of the long context: losses read
-    at the last position (bf16 autocast); the attention selector (fp32, every block's input
-    kept by its hooks); the saliency selector (fp32, input gradients with the parameters still
-    requiring theirs, as ``dependency.saliency_scores`` runs it)."""
+    """The analysis's largest passes, each ``batch_size`` rows of the long context, all under
+    bf16 autocast (``sparselen.language.dependency``): losses read at the last position; the
+    attention selector (every block's input kept by its hooks); the saliency selector (input
+    gradients only: the parameters do not require theirs for the pass)."""
     B, key, d = a["batch_size"], "language.analysis.batch_size", cfg.d_model
     w.need(f"losses at the long context, {B} x {long} tokens", key,
            lambda kind: memory.no_grad_pass(cfg, B, long, kind, autocast=True))
     if "attention" in a["selectors"]:
         w.need(f"attention selector pass of {B} x {long} tokens", key,
-               lambda kind: memory.no_grad_pass(cfg, B, long, kind, autocast=False, kept_inputs=4 * d))
+               lambda kind: memory.no_grad_pass(cfg, B, long, kind, autocast=True, kept_inputs=4 * d))
     if "saliency" in a["selectors"]:
         w.need(f"saliency selector pass (forward and backward) of {B} x {long} tokens", key,
-               lambda kind: memory.input_gradient_pass(cfg, B, long, kind, autocast=False, param_grads=True))
+               lambda kind: memory.input_gradient_pass(cfg, B, long, kind, autocast=True, param_grads=False))
     return w
 
 

@@ -1,9 +1,10 @@
 """Token data: the packed training stream, and (document, position) samples for evaluation.
 
-Training packs the training documents into one stream (EOS between documents) and cuts
-random windows from it, a pure function of (seed, step) as the trainer requires. Evaluation
-draws from held-out documents only, and only where the whole requested context lies inside
-one document, so that "long context" means context from the same text.
+Training reads the training documents as one stream (EOS after each document), a token file
+read in place (``sparselen.language.token_files``), and cuts random windows from it, a pure
+function of (seed, step) as the trainer requires. Evaluation draws from held-out documents
+only, and only where the whole requested context lies inside one document, so that "long
+context" means context from the same text.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from sparselen.rng import generator
 
 
 def load_tokens(path) -> dict:
-    """The ``language_tokens`` output (``tokens.pt``), or the ``tokens.json`` of OLMo-format
-    token files (``token_files``): training stream and held-out documents as int64."""
+    """The ``tokens.json`` of OLMo-format token files (the ``language_tokens`` and
+    ``language_token_files`` outputs), or a torch file of the same (tests): training stream and
+    held-out documents as int64."""
     if str(path).endswith(".json"):
         from sparselen import io
         from sparselen.language.token_files import load_tokens as load_token_files
@@ -31,7 +33,8 @@ def load_tokens(path) -> dict:
 
 
 def pack(docs: list[list[int]], eos: int) -> torch.Tensor:
-    """Documents joined into one int64 stream, each followed by EOS."""
+    """Documents joined into one int64 stream in memory, each followed by EOS (a small corpus;
+    the workflow writes token files)."""
     out = []
     for d in docs:
         out.extend(d)
@@ -52,15 +55,15 @@ def training_batches(stream: torch.Tensor, context: int, batch_size: int, seed: 
     return batch_fn
 
 
-def check_held_out_lengths(docs: list, lang: dict) -> None:
-    """Fail at the data step, before any model trains, when no held-out document is longer than
-    what the evaluation steps read: the loss-by-position windows (``language.eval.length``)
-    and the analysis' long context (``language.contexts.long``)."""
-    longest = max((len(d) for d in docs), default=0)
+def check_held_out_lengths(lengths: list[int], lang: dict) -> None:
+    """Fail at the data step, before any model trains, when no held-out document (of token
+    counts ``lengths``) is longer than what the evaluation steps read: the loss-by-position
+    windows (``language.eval.length``) and the analysis' long context (``language.contexts.long``)."""
+    longest = max(lengths, default=0)
     needs = {"language.eval.length": lang["eval"]["length"], "language.contexts.long": lang["contexts"]["long"]}
     for key, need in needs.items():
         if longest <= need:
-            raise ValueError(f"{key} = {need}: no held-out document is longer (the longest of {len(docs)} has "
+            raise ValueError(f"{key} = {need}: no held-out document is longer (the longest of {len(lengths)} has "
                              f"{longest} tokens); lower it, or use a corpus with longer documents or a larger "
                              f"language.corpus.eval_fraction")
 

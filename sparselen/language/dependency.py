@@ -9,15 +9,21 @@ Cheap selectors rank the far tokens from one pass over the full long context ins
   and layers;
 - ``saliency``: |gradient x input| of the target's loss with respect to the token embedding;
 - ``random``: a uniformly random ranking (the floor any selector must beat).
+
+Every pass runs under the training's autocast (bf16 on CUDA, none on CPU). Saliency takes the
+gradient with respect to the embedding output alone: the parameters stop requiring gradients
+for its duration, so no weight gradient is computed or stored.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
 import torch.nn.functional as F
 
+from sparselen.device import autocast
 from sparselen.language.evaluate import subset_loss
 from sparselen.model import GPTNeoX
 from sparselen.rng import generator
@@ -62,30 +68,52 @@ def attention_scores(model: GPTNeoX, contexts: torch.Tensor, batch_size: int, de
         for i in range(0, len(contexts), batch_size):
             ids = contexts[i:i + batch_size].to(device)
             inputs.clear()
-            model.hidden_states(ids, torch.arange(ids.shape[1], device=device).expand_as(ids), last_only=True)
-            w = torch.stack([last_query_attention(mod, x, rope).mean(1) for mod, x, rope in inputs])
-            out.append(w.mean(0).cpu())
+            with autocast(device):
+                model.hidden_states(ids, torch.arange(ids.shape[1], device=device).expand_as(ids), last_only=True)
+                w = torch.stack([last_query_attention(mod, x, rope).mean(1) for mod, x, rope in inputs])
+            out.append(w.float().mean(0).cpu())
     finally:
         for h in hooks:
             h.remove()
     return torch.cat(out)
 
 
+@contextlib.contextmanager
+def frozen(model: torch.nn.Module):
+    """The model with no parameter requiring gradients; each one's setting restored after."""
+    flags = [(p, p.requires_grad) for p in model.parameters()]
+    try:
+        for p, _ in flags:
+            p.requires_grad_(False)
+        yield model
+    finally:
+        for p, flag in flags:
+            p.requires_grad_(flag)
+
+
 def saliency_scores(model: GPTNeoX, contexts: torch.Tensor, targets: torch.Tensor, batch_size: int,
                     device) -> torch.Tensor:
     """(n, L) |<d loss / d embedding, embedding>| of each context token for the target's loss."""
     store = {}
-    hook = model.input_embeddings().register_forward_hook(lambda mod, inp, out: store.update(e=out))
+
+    def leaf(mod, inp, out):  # the embedding output as the one tensor that requires grad
+        store["e"] = out.detach().requires_grad_(True)
+        return store["e"]
+
+    hook = model.input_embeddings().register_forward_hook(leaf)
     out = []
     try:
-        for i in range(0, len(contexts), batch_size):
-            ids, tgt = contexts[i:i + batch_size].to(device), targets[i:i + batch_size].to(device)
-            with torch.enable_grad():
-                h = model.hidden_states(ids, torch.arange(ids.shape[1], device=device).expand_as(ids),
-                                        last_only=True)[:, -1]
-                loss = F.cross_entropy(model.lm_head(h).float(), tgt, reduction="sum")
+        with frozen(model), torch.enable_grad():
+            for i in range(0, len(contexts), batch_size):
+                ids, tgt = contexts[i:i + batch_size].to(device), targets[i:i + batch_size].to(device)
+                with autocast(device):
+                    h = model.hidden_states(ids, torch.arange(ids.shape[1], device=device).expand_as(ids),
+                                            last_only=True)[:, -1]
+                    logits = model.lm_head(h)
+                loss = F.cross_entropy(logits.float(), tgt, reduction="sum")
                 (grad,) = torch.autograd.grad(loss, store["e"])
-            out.append((grad * store["e"]).sum(-1).abs().detach().cpu())
+                out.append((grad.float() * store["e"].detach().float()).sum(-1).abs().cpu())
+                store.clear()
     finally:
         hook.remove()
     return torch.cat(out)

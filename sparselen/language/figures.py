@@ -1,88 +1,145 @@
 """The natural-language figures: the benefit recovered vs k beside the distribution of the
 benefit (sparsity figure), and loss by position beside each model's gain by token sparsity
-(length figure), drawn from the tables (sparselen/language/tables.py)."""
+(length figure), drawn from the tables (sparselen/language/tables.py), and the layout of the
+slice's main table in the report.
+
+Where the claims do not read greedy's shares (no long-context benefit, or a failed positive
+control: ``sparselen.language.claims``), the panels that show them say so on their face.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from sparselen.layout import grid as layout
 from sparselen.provenance import provenance
 from sparselen.tables import read_tables
 
+CAPTIONS = {
+    "language_sparsity": "Sparse dependency on real text. Left: for held-out tokens whose loss drops when the "
+                         "reference model sees the long instead of the short context, the share of that benefit, "
+                         "(L_short - L_k) / (L_short - L_long), recovered by adding only k distant tokens to the "
+                         "short window: greedy choice, cheap selectors and two controls (dashed); medians with 95% "
+                         "bootstrap bands over tokens. A share above 1 means the k tokens lower the loss more than "
+                         "the whole long context does. Right: the benefit of every screened token; the dashed line "
+                         "is the threshold for analysis.",
+    "language_length": "Length generalization on real text. Left: validation loss against the number of context "
+                       "tokens seen, for models trained at the short and the long context (dashed: the training "
+                       "contexts); bands: 95% intervals over held-out windows. Right: each model's gain from the "
+                       "long over the short context on the analysed tokens, grouped by the token's sparsity (the "
+                       "smallest greedy k that recovers most of the benefit); means with 95% bootstrap intervals.",
+}
+COLORS = {"greedy": "C0", "attention": "C1", "saliency": "C2", "random": "0.5", "greedy_null": "C3",
+          "greedy_planted": "C4"}
+LABELS = {"greedy_null": "control: greedy, null (other document)", "greedy_planted": "control: greedy, planted repeats"}
+
 
 def figures(short: int, long: int, min_benefit: float, table_csv, generalization_csv, position_csv, screen_csvs,
-            out) -> None:
-    """Both figures; ``out`` has the output paths sparsity_png/pdf and length_png/pdf."""
+            deps_csvs, settings, out) -> None:
+    """Both figures; ``out`` has the output paths sparsity_png/pdf and length_png/pdf;
+    ``settings``: the claims' Settings (bootstrap and facts), to mark what they do not read."""
     from sparselen.plotting import save_figure  # matplotlib only where a figure is drawn
 
     prov = provenance(None, None, tables=[str(table_csv), str(generalization_csv), str(position_csv)])
-    fig = sparsity_figure(pd.read_csv(table_csv), read_tables(screen_csvs), min_benefit, short, long)
+    screened = read_tables(screen_csvs)
+    unread = not_read(screened, read_tables(deps_csvs), settings)
+    fig = sparsity_figure(pd.read_csv(table_csv), screened, min_benefit, short, long, unread)
     save_figure(fig, out.sparsity_png, out.sparsity_pdf, prov)
     gen = pd.read_csv(generalization_csv)
-    fig = length_figure(pd.read_csv(position_csv), gen[gen["sparsity"] != "all"], short, long)
+    fig = length_figure(pd.read_csv(position_csv), gen[gen["sparsity"] != "all"], short, long, unread)
     save_figure(fig, out.length_png, out.length_pdf, prov)
 
 
-COLORS = {"greedy": "C0", "attention": "C1", "saliency": "C2", "random": "0.5", "greedy_null": "C3",
-          "greedy_planted": "C4"}
-LABELS = {"greedy_null": "control: greedy, null (other document's far context)",
-          "greedy_planted": "control: greedy, planted repeats"}
+def not_read(screen: pd.DataFrame, deps: pd.DataFrame, settings) -> str:
+    """Why the claims do not read greedy's shares on these runs ("" when they do): the gates of
+    L1 and L2, as the report applies them."""
+    from sparselen.language.claims import language_benefit, planted_control
+    from sparselen.verdicts import HOLDS
+
+    if language_benefit(screen, settings).verdict != HOLDS:
+        return "not read: no long-context benefit to explain"
+    if planted_control(deps, settings).verdict != HOLDS:
+        return "not read: the positive control failed"
+    return ""
 
 
-def sparsity_figure(table: pd.DataFrame, screened: pd.DataFrame, min_benefit: float, short: int, long: int):
-    from sparselen.plotting import plt
+def _mark_unread(ax, why: str) -> None:
+    """Dim what the panel shows and say on it that the claims do not read it."""
+    for artist in [*ax.lines, *ax.collections]:
+        artist.set_alpha((artist.get_alpha() or 1.0) * 0.3)
+    ax.text(0.5, 0.5, why.replace(": ", ":\n", 1), transform=ax.transAxes, ha="center", va="center", fontsize=9,
+            color="#cf222e", bbox={"facecolor": "white", "edgecolor": "#cf222e", "alpha": 0.9, "boxstyle": "round"})
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
+
+def _legend_below(fig, axes, ncol: int = 2) -> None:
+    for ax in axes:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=ncol)
+
+
+def sparsity_figure(table: pd.DataFrame, screened: pd.DataFrame, min_benefit: float, short: int, long: int,
+                    unread: str = ""):
+    import matplotlib.ticker
+
+    from sparselen.plotting import FIGURE_WIDTH, MIN_TEXT_POINTS, plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 4.0))
     for method, g in table.groupby("method", sort=False):
         g = g.sort_values("k")
         a.plot(g["k"], g["median"], "o--" if method in LABELS else "o-", color=COLORS.get(method),
                label=LABELS.get(method, method), ms=4)
-        a.fill_between(g["k"], g["ci_low"], g["ci_high"], color=COLORS.get(method), alpha=0.2, lw=0)
+        a.fill_between(g["k"], g["ci_low"], g["ci_high"], color=COLORS.get(method), alpha=0.15, lw=0)
     a.set_xscale("log", base=2)
     ks = sorted(table["k"].unique())
     a.set_xticks(ks, [str(k) for k in ks])
     a.minorticks_off()
     a.axhline(1.0, color="0.4", ls="--", lw=1)
     a.axhline(0.0, color="0.6", ls=":", lw=1)
-    a.set_xlabel(f"k distant tokens added to the last {short}")
-    a.set_ylabel("recovered (L_short - L_k) / (L_short - L_long)")
-    a.set_title(f"median over {int(table['n_tokens'].max())} tokens, 95% bootstrap", fontsize=9)
-    a.legend(fontsize=8, frameon=False)
+    a.set_xlabel(f"k distant tokens added to the last {short}", fontsize=8)
+    a.set_ylabel("share of the benefit recovered\n(1: all of it; above 1: more than all)", fontsize=8)
+    a.set_title(f"median over {int(table['n_tokens'].max())} tokens, 95% bootstrap", fontsize=8)
     a.grid(alpha=0.3)
     lo, hi = screened["benefit"].quantile([0.001, 0.999])  # the bulk; outliers pile up at the edges
     hi = max(hi, min_benefit + 0.1)
-    b.hist(screened["benefit"].clip(lo, hi), bins=80, color="0.4")
+    b.hist(screened["benefit"].clip(lo, hi), bins=60, color="0.4")
     if min_benefit >= lo:
         b.axvline(min_benefit, color="C3", ls="--", lw=1, label=f"analysed: benefit >= {min_benefit}")
     b.set_yscale("log")
-    b.set_xlabel(f"L_short - L_long (nats; contexts {short} vs {long})")
-    b.set_ylabel("tokens")
-    b.set_title(f"{len(screened)} random held-out tokens, {int(screened['analysed'].sum())} analysed", fontsize=9)
-    if b.get_legend_handles_labels()[0]:
-        b.legend(fontsize=8, frameon=False)
-    fig.suptitle("Sparse dependency on real text: the share of the long-context benefit that k distant tokens recover",
-                 fontsize=10)
+    counts = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    b.yaxis.set_major_formatter(counts)
+    b.yaxis.set_minor_formatter(counts)
+    b.set_xlabel(f"L_short - L_long (nats; contexts {short} vs {long})", fontsize=8)
+    b.set_ylabel("tokens", fontsize=8)
+    b.set_title(f"{len(screened)} random held-out tokens, {int(screened['analysed'].sum())} analysed", fontsize=8)
+    for ax in (a, b):
+        ax.tick_params(which="both", labelsize=MIN_TEXT_POINTS)
+    _legend_below(fig, (a, b), ncol=2)
+    if unread:
+        _mark_unread(a, unread)
+    fig.suptitle("The share of the long-context benefit that k distant tokens recover", fontsize=9)
     fig.tight_layout()
     return fig
 
 
-def length_figure(position: pd.DataFrame, generalization: pd.DataFrame, short: int, long: int):
-    from sparselen.plotting import plt
+def length_figure(position: pd.DataFrame, generalization: pd.DataFrame, short: int, long: int, unread: str = ""):
+    from sparselen.plotting import FIGURE_WIDTH, MIN_TEXT_POINTS, plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 4.0))
     runs = list(dict.fromkeys(zip(position["context"], position["scheme"])))
     for i, (ctx, scheme) in enumerate(runs):
         g = position[(position["context"] == ctx) & (position["scheme"] == scheme)].sort_values("position")
         a.plot(g["position"], g["mean"], "-", color=f"C{i}", label=f"trained at {ctx}, {scheme}")
-        a.fill_between(g["position"], g["ci_low"], g["ci_high"], color=f"C{i}", alpha=0.2, lw=0)
+        a.fill_between(g["position"], g["ci_low"], g["ci_high"], color=f"C{i}", alpha=0.15, lw=0)
     for ctx in sorted(position["context"].unique()):
         a.axvline(ctx, color="0.5", ls="--", lw=1)
     a.set_xscale("log")
-    a.set_xlabel("position in the context (tokens seen)")
-    a.set_ylabel("validation loss (nats)")
-    a.set_title("loss vs position; dashed: training contexts", fontsize=9)
-    a.legend(fontsize=8, frameon=False)
+    ticks = sorted({int(position["position"].min()), short, long, int(position["position"].max())})
+    a.set_xticks(ticks, [str(t) for t in ticks])
+    a.minorticks_off()
+    a.set_xlabel("position in the context (tokens seen)", fontsize=8)
+    a.set_ylabel("validation loss (nats)", fontsize=8)
+    a.set_title("loss by position; dashed: training contexts", fontsize=8)
     a.grid(alpha=0.3)
     bins = list(dict.fromkeys(generalization.sort_values("order")["sparsity"]))
     x = np.arange(len(bins))
@@ -92,14 +149,29 @@ def length_figure(position: pd.DataFrame, generalization: pd.DataFrame, short: i
         g = g.set_index("sparsity").reindex(bins)
         err = np.vstack([g["mean"] - g["ci_low"], g["ci_high"] - g["mean"]])
         b.errorbar(x + (i - (len(runs) - 1) / 2) * width, g["mean"], yerr=err, fmt="o", color=f"C{i}", ms=4,
-                   capsize=2, label=f"trained at {ctx}, {scheme}")
+                   capsize=2)
     b.axhline(0.0, color="0.6", ls=":", lw=1)
     b.set_xticks(x, bins)
-    b.set_xlabel("token sparsity: smallest greedy k recovering the benefit")
-    b.set_ylabel(f"gain from context {long} over {short} (nats)")
-    b.set_title("each model's long-context gain on the analysed tokens (mean, 95% bootstrap)", fontsize=9)
-    b.legend(fontsize=8, frameon=False)
+    b.set_xlabel("token sparsity: smallest greedy k recovering the benefit", fontsize=8)
+    b.set_ylabel(f"gain from context {long} over {short} (nats)", fontsize=8)
+    b.set_title("long-context gain on the analysed tokens", fontsize=8)
     b.grid(alpha=0.3)
-    fig.suptitle("Length generalization on real text, by token sparsity", fontsize=10)
+    for ax in (a, b):
+        ax.tick_params(which="both", labelsize=MIN_TEXT_POINTS)
+    _legend_below(fig, (a,), ncol=2)
+    if unread:
+        _mark_unread(b, unread)
+    fig.suptitle("Length generalization on real text, by token sparsity", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def paper_tables(t: pd.DataFrame) -> list[str]:
+    """The median share of the benefit recovered, method x k."""
+    grid = t.pivot_table(index="method", columns="k", values="median", aggfunc="first")
+    grid = grid.reindex([m for m in COLORS if m in grid.index] + [m for m in grid.index if m not in COLORS])
+    head = ["method", *(f"k = {k}" for k in grid.columns)]
+    rows = [[LABELS.get(m, m), *("" if pd.isna(v) else f"{v:.2f}" for v in grid.loc[m])] for m in grid.index]
+    return [f"Median share of the long-context benefit recovered by k distant tokens, over "
+            f"{int(t['n_tokens'].max())} analysed tokens (1 = all of it).", "",
+            layout(head, rows), ""]

@@ -5,6 +5,7 @@ every function receives the rule's named inputs, outputs, params and wildcards
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -20,24 +21,25 @@ from sparselen.language import token_files as token_file_format
 from sparselen.language.evaluate import loss_by_position as losses_by_position
 from sparselen.language.evaluate import position_bins
 from sparselen.language.figures import figures as draw_figures
+from sparselen.language.progress import Progress, fingerprint
 from sparselen.language.tables import TABLES
 from sparselen.provenance import provenance
+from sparselen.resumable import ANALYSIS_PROGRESS
 from sparselen.rng import generator
 from sparselen.stats import t_interval
-from sparselen.run import Run, typed_wildcards
+from sparselen.run import Run, identity, typed_wildcards
 from sparselen.tables import runs_provenance, write_table
 from sparselen.train import TrainConfig, load_model
+from sparselen.verdicts import Settings
 from sparselen.train import train as train_model
 
 log = logging.getLogger(__name__)
 
 
 def corpus(job) -> None:
-    """Read the documents and split them by document (params.corpus = language.corpus)."""
+    """Stream the documents into one JSONL file per split (params.corpus = language.corpus)."""
     cfg = job.params.corpus
-    split = corpora.split_documents(corpora.read_documents(cfg), cfg["eval_fraction"], cfg["seed"])
-    io.write_json(job.output.corpus, split)
-    summary = {name: {"documents": len(d), "characters": sum(len(x["text"]) for x in d)} for name, d in split.items()}
+    summary = corpora.write_split(cfg, {"train": job.output.train, "eval": job.output.eval})
     io.write_json(job.output.summary, {**summary, "provenance": provenance(cfg, cfg["seed"])})
     log.info("corpus: %s", summary)
 
@@ -48,23 +50,31 @@ def tokenizer(job) -> None:
     if cfg["kind"] == "olmo":
         tokenizers.fetch_olmo_tokenizer(job.output.tokenizer)
         return
-    texts = [d["text"] for d in io.read_json(job.input.corpus)["train"]]
-    tok = tokenizers.train_bpe(texts, cfg["vocab_size"], cfg["min_frequency"])
+    tok = tokenizers.train_bpe(corpora.texts(job.input.train), cfg["vocab_size"], cfg["min_frequency"])
     with io.atomic_path(job.output.tokenizer) as tmp:
         tok.save(str(tmp))
 
 
 def tokens(job) -> None:
-    """Training stream (packed, EOS-separated) and held-out documents as token ids."""
-    split, tok = io.read_json(job.input.corpus), tokenizers.load(job.input.tokenizer)
-    ids = {name: tokenizers.encode(tok, [d["text"] for d in docs]) for name, docs in split.items()}
-    stream = data.pack(ids["train"], tokenizers.eos_id(tok)).to(torch.int32)
-    eval_docs = [torch.tensor(d, dtype=torch.int32) for d in ids["eval"]]
-    data.check_held_out_lengths(eval_docs, job.config["language"])  # read, not params: a change reruns nothing
-    counts = {"train_tokens": len(stream), "eval_tokens": sum(map(len, eval_docs)),
-              "eval_median_document_tokens": int(np.median([len(d) for d in eval_docs]))}
-    io.torch_save({"train": stream, "eval": eval_docs, "vocab_size": tokenizers.vocab_size(tok),
-                   "provenance": provenance(None, None, **counts)}, job.output.tokens)
+    """Held-out documents, then the training stream, as OLMo-format token files named by
+    ``tokens.json``: documents stream from the corpus' files through the tokenizer in chunks, so
+    memory does not grow with the corpus; every model step reads the files in place."""
+    tok = tokenizers.load(job.input.tokenizer)
+    eos, vocab = tokenizers.eos_id(tok), tokenizers.vocab_size(tok)
+    dtype = token_file_format.dtype_for_vocab(vocab)
+
+    def write(split: str) -> dict:
+        ids = tokenizers.encode_stream(tok, corpora.texts(getattr(job.input, split)))
+        return token_file_format.write_token_file(getattr(job.output, split), ids, eos, vocab, dtype)
+
+    files = {"eval": write("eval")}  # first: held-out documents too short fail before the long encoding
+    lengths = [len(d) for d in token_file_format.TokenStream(job.output.eval, dtype, vocab, eos).documents()]
+    data.check_held_out_lengths(lengths, job.config["language"])  # read, not params: a change reruns nothing
+    files["train"] = write("train")
+    counts = {"train_tokens": files["train"]["tokens"], "eval_tokens": sum(lengths),
+              "eval_median_document_tokens": int(np.median(lengths))}
+    token_file_format.write_index(job.output.tokens, files, eos, vocab, dtype, **counts,
+                                  provenance=provenance(None, None, **counts))
     log.info("tokens: %s", counts)
 
 
@@ -73,7 +83,7 @@ def token_files(job) -> None:
     vocabulary, EOS present) and named in ``tokens.json``, which every model step reads."""
     spec = dict(job.params.token_files)
     toks = token_file_format.load_tokens(spec)
-    data.check_held_out_lengths(toks["eval"], job.config["language"])
+    data.check_held_out_lengths([len(d) for d in toks["eval"]], job.config["language"])
     counts = {"train_tokens": len(toks["train"]), "eval_documents": len(toks["eval"]),
               "eval_tokens": sum(map(len, toks["eval"]))}
     io.write_json(job.output.tokens, {"format": "olmo-memmap", **spec, **counts,
@@ -140,22 +150,24 @@ def loss_by_position(job) -> None:
 
 
 def analyze(job) -> None:
-    """Screen tokens, then greedy and cheap-selector L_k (params analysis, contexts)."""
+    """Screen tokens, then greedy and cheap-selector L_k (params analysis, contexts). Resumable:
+    its stages and per-token searches are kept beside the outputs (``sparselen.language.progress``)."""
     a, ctx, dev = job.params.analysis, job.params.contexts, runtime(job).device
     model, prov = load_model(job.input.model, dev)
     docs = data.load_tokens(job.input.tokens)["eval"]
     short, long = ctx["short"], ctx["long"]
-    screened = analysis.screen(model, docs, a, short, long, dev)
-    screened["seed"], screened["config_hash"] = prov["seed"], prov["config_hash"]
-    io.write_csv(screened, job.output.screen)
+    progress = Progress(Path(job.output.deps).parent / ANALYSIS_PROGRESS,
+                        fingerprint(identity(job), job.input.model, docs))
+    screened = progress.stage("screen", lambda: analysis.screen(model, docs, a, short, long, dev))
+    io.write_csv(screened.assign(seed=prov["seed"], config_hash=prov["config_hash"]), job.output.screen)
     n = int(screened["analysed"].sum())
     log.info("%d of %d tokens have benefit >= %s; analysing %d", int((screened["benefit"] >= a["min_benefit"]).sum()),
              len(screened), a["min_benefit"], n)
     if n < 2:
         raise ValueError(f"only {n} of {len(screened)} screened tokens have L_short - L_long >= "
                          f"language.analysis.min_benefit = {a['min_benefit']}; lower it or raise candidates")
-    deps = analysis.sparse_dependency(model, docs, screened, a, short, long, dev)
-    planted, planted_deps = analysis.planted_control(model, docs, a, short, long, dev)
+    deps = analysis.sparse_dependency(model, docs, screened, a, short, long, dev, progress)
+    planted, planted_deps = analysis.planted_control(model, docs, a, short, long, dev, progress)
     log.info("planted control: %d of %d repeats beyond the short window have benefit >= %s",
              int(planted["analysed"].sum()), int(planted["beyond"].sum()), a["min_benefit"])
     deps = pd.concat([deps, planted_deps], ignore_index=True)
@@ -221,6 +233,9 @@ def table(job) -> None:
 
 
 def figures(job) -> None:
-    i, ctx = job.input, job.params.contexts
-    draw_figures(ctx["short"], ctx["long"], job.params.min_benefit, i.table, i.generalization, i.loss_by_position,
-                 i.screen, job.output)
+    """Both figures; params report (the bootstrap) and facts (the language claims' facts) let
+    them mark what the claims do not read."""
+    i, p = job.input, job.params
+    settings = Settings(p.report["bootstrap"], p.report["seed"], p.report["level"], p.facts)
+    draw_figures(p.contexts["short"], p.contexts["long"], p.min_benefit, i.table, i.generalization,
+                 i.loss_by_position, i.screen, i.deps, settings, job.output)

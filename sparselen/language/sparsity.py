@@ -3,11 +3,14 @@
 A token is **sparse** when greedy selection of at most ``SPARSE_K`` far tokens recovers at
 least ``share`` of its long-context benefit, ``share`` being ``language.analysis.sparse_fraction``
 (docs/reconstruction.md, "Natural language"); its **sparsity level** is the smallest greedy k
-that recovers ``share``.
+that recovers ``share``. The share recovered is divided by the benefit, so a token with a small
+benefit is likelier to be labelled sparse: a comparison of sparse and dense tokens of a
+quantity also divided by the benefit is made within strata of the benefit (``benefit_strata``).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 SPARSE_K = 2  # a token is sparse when greedy k <= this recovers the share
@@ -34,3 +37,9 @@ def sparsity_level(deps: pd.DataFrame, share: float) -> pd.DataFrame:
         hit = tok[tok["recovered"] >= share]["k"]
         out.append({"doc": doc, "t": t, "sparsity": str(int(hit.min())) if len(hit) else f">{kmax}"})
     return pd.DataFrame(out)
+
+
+def benefit_strata(benefit, strata: int) -> np.ndarray:
+    """Each token's stratum of the reference model's benefit: ``strata`` groups of (nearly) equal
+    size by rank of the benefit, ties broken by order."""
+    return pd.qcut(pd.Series(benefit).rank(method="first"), strata, labels=False).to_numpy()

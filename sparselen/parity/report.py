@@ -1,13 +1,21 @@
-"""The sparse parity table (mean and 95% t-interval over seeds per cell) and figure."""
+"""The sparse parity table (mean and 95% t-interval over seeds per cell), its figure (a heatmap
+of k_test x length per K_train, the paper's grid) and its layout in the report."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from sparselen.layout import grid as layout, percent, seeds
 from sparselen.provenance import provenance
 from sparselen.tables import read_tables, runs_provenance, summary_table, write_table
 
 CELL = ["K_train", "scheme", "k_test", "length"]
+CAPTIONS = {"parity": "Sparse parity. Each panel is one model size of the task, K_train: models trained on "
+                      "samples with 1 to K_train planted bits and lengths in the training range. A cell is the "
+                      "accuracy (%) of predicting the parity of k_test planted bits at sample length 2l, mean over "
+                      "the training seeds (chance: 50%). The red box is what the models were trained on; hatched "
+                      "rows are sparsities they never saw (k_test > K_train). Intervals over seeds: "
+                      "parity/table.md."}
 
 
 def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
@@ -19,35 +27,37 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
     return t
 
 
-def figure(table_csv, eval_csvs, facts: dict, out_png, out_pdf) -> None:
-    """Accuracy against 2l, one panel per K_train, one curve per k_test (seed-level t bands), the
-    training range shaded, and under each panel the parity claims measured on it (``facts``:
-    the parity claims' facts of the config run)."""
-    from sparselen.plotting import plot_panels, save_figure  # matplotlib only where a figure is drawn
+def figure(table_csv, facts: dict, out_png, out_pdf) -> None:
+    """Accuracy per (k_test, length), one heatmap per K_train; the trained sparsities and
+    lengths boxed (``facts``: the parity claims' facts of the config run, its training lengths),
+    the untrained sparsities hatched."""
+    from sparselen.plotting import plot_heatmaps, save_figure  # matplotlib only where a figure is drawn
 
     t = pd.read_csv(table_csv)
+    lo, hi = facts["train_lengths"]
+    lengths = sorted(t["length"].unique())
+    trained = [n for n in lengths if lo <= n <= hi]
+    Ks = sorted(t["K_train"].unique())
+    ks = sorted(t["k_test"].unique())
     seeds = int(t["n_seeds"].max())
-    fig = plot_panels(t, "K_train", "k_test", panel_label="K_train = {}", curve_label="k_test = {}",
-                      xlabel="sample length 2l", chance=0.5,
-                      spans={K: facts["train_lengths"] for K in t["K_train"].unique()},
-                      notes=claim_notes(read_tables(eval_csvs), facts),
-                      title=f"Sparse parity: accuracy vs length (mean, 95% t interval over {seeds} seeds; "
-                            f"shaded: training lengths)")
+    fig = plot_heatmaps(t, "K_train", "k_test", "length", panel_label="K_train = {}", row_label="k_test",
+                        col_label="sample length 2l", colorbar_label="accuracy (%; chance 50)",
+                        fmt=lambda v: f"{100 * v:.0f}",
+                        boxes={K: ([k for k in ks if k <= K], trained) for K in Ks},
+                        marked_rows={K: [k for k in ks if k > K] for K in Ks},
+                        box_label=f"trained: k_test <= K_train, 2l in [{lo}, {hi}]",
+                        marked_label="k_test > K_train: never trained on",
+                        title=f"Sparse parity: accuracy (%) by sparsity and length, mean over {seeds} seed"
+                              f"{'s' * (seeds != 1)}")
     save_figure(fig, out_png, out_pdf, provenance(None, None, table=str(table_csv)))
 
 
-def claim_notes(evals: pd.DataFrame, facts: dict) -> dict:
-    """Per K_train, each parity claim's value, interval and group verdict on these runs (the
-    report adds stability over seed resamples, which can make a verdict inconclusive)."""
-    from sparselen.parity.claims import CLAIMS
-    from sparselen.verdicts import Settings
-
-    notes: dict = {}
-    for claim in CLAIMS:
-        for r in claim.test({"evals": evals}, Settings(facts=facts)):
-            K = int(r.group.split("=")[1])
-            value = (f"not tested: {r.reason.split(';')[0].split(' (')[0]}" if not r.tested else
-                     f"{r.value:+.2f} [{r.ci_low:+.2f}, {r.ci_high:+.2f}] {r.verdict}")
-            notes.setdefault(K, []).append(f"{claim.id} {value}")
-    footer = "(this K_train's verdicts; the report's also need stability over seed resamples)"
-    return {K: "\n".join([*lines, footer]) for K, lines in notes.items()}
+def paper_tables(t: pd.DataFrame) -> list[str]:
+    """Accuracy (%) per K_train as a k_test x length grid, the shape of the paper's figure."""
+    lines = []
+    for K, g in t.groupby("K_train", sort=True):
+        grid = g.pivot_table(index="k_test", columns="length", values="mean", aggfunc="first").sort_index()
+        rows = [[f"{k}" + (" (untrained)" if k > K else ""), *(percent(v) for v in grid.loc[k])] for k in grid.index]
+        lines += [f"K_train = {K}: accuracy (%) by k_test (rows) and sample length 2l (columns), mean over "
+                  f"{seeds(g['n_seeds'].max())}.", "", layout(["k_test", *map(str, grid.columns)], rows), ""]
+    return lines

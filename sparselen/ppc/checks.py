@@ -6,7 +6,7 @@ from sparselen import variants
 from sparselen.config import model_errors
 from sparselen.model import POSITION_SCHEMES
 from sparselen.ppc.runs import task_model
-from sparselen.ppc.tasks import TASKS, sampler_params
+from sparselen.ppc.tasks import sampler_params, task_kind, task_module
 from sparselen.train import micro_batch_errors
 
 
@@ -35,15 +35,23 @@ def config_errors(p: dict) -> list[str]:
         lo, hi = t["train_sizes"]
         if lo > hi:
             out.append(f"ppc.{task}.train_sizes = {[lo, hi]}: the first (smallest) size exceeds the second")
-        largest = max(hi, max(t["eval_sizes"]))
-        if task in SIZED_KEYS:
-            count, need, span, fewest = SIZED_KEYS[task]
+        smallest, largest = min(lo, min(t["eval_sizes"])), max(hi, max(t["eval_sizes"]))
+        kind = task_kind(task)
+        if kind in SIZED_KEYS:
+            count, need, span, fewest = SIZED_KEYS[kind]
             if largest > t[count]:
                 out.append(f"ppc.{task}.{count} = {t[count]}: {need.format(n=largest)}")
             if t[span][0] > t[span][1]:
                 out.append(f"ppc.{task}.{span} = {t[span]}: the first ({fewest}) exceeds the second")
                 continue
-        top = TASKS[task].max_coupled_id(largest, **sampler_params(t))
+        if kind == "parity_scratchpad" and not t["dense"]:
+            if t["k"][0] > t["k"][1]:
+                out.append(f"ppc.{task}.k = {t['k']}: the first (fewest marked bits) exceeds the second")
+                continue
+            if t["k"][1] > smallest:
+                out.append(f"ppc.{task}.k = {t['k']}: samples of {smallest} pairs (the smallest size) cannot hold "
+                           f"{t['k'][1]} marked bits")
+        top = task_module(task).max_coupled_id(largest, **sampler_params(t))
         if top > p["max_position_id"]:
             out.append(f"ppc.max_position_id = {p['max_position_id']}: ppc.{task} reaches coupled id {top} "
                        f"(size {largest}); raise it to at least {top}")

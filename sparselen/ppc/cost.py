@@ -14,7 +14,7 @@ from sparselen.estimate import memory
 from sparselen.estimate.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
 from sparselen.model import ModelConfig
 from sparselen.ppc.runs import run_model
-from sparselen.ppc.tasks import TASKS, sampler_params
+from sparselen.ppc.tasks import sampler_params, task_module
 
 TRAIN_BATCHES = 16  # real training batches whose padded lengths stand for every step's
 
@@ -71,7 +71,7 @@ def gpu_peak(config) -> float:
     p, peaks = config["ppc"], []
     for task in p["tasks"]:
         t = p[task]
-        s = TASKS[task].sample(torch.full((16,), max(t["eval_sizes"])), generator("ppc-packing", task),
+        s = task_module(task).sample(torch.full((16,), max(t["eval_sizes"])), generator("ppc-packing", task),
                                **sampler_params(t))
         P, R = int(s.prompt_len.max()), int((s.length - s.prompt_len).max())
         rows = min(p["eval"]["batch_size"], p["eval"]["n"])
@@ -91,12 +91,12 @@ table = figure = aggregate
 
 def _shape(model: dict, scheme: str, task: str, max_position_id: int) -> Shape:
     """A run's model; a ``ppc`` run also predicts position ids (its position head)."""
-    return Shape.of(model, len(TASKS[task].VOCAB), max_position_id + 1 if scheme == "ppc" else 0)
+    return Shape.of(model, len(task_module(task).VOCAB), max_position_id + 1 if scheme == "ppc" else 0)
 
 
 def _model(model: dict, scheme: str, task: str, max_position_id: int, id_embedding: list) -> ModelConfig:
     """A run's model config, as ``ppc.jobs.train`` builds it."""
-    return ModelConfig(vocab_size=len(TASKS[task].VOCAB), scheme=scheme, max_position_id=max_position_id,
+    return ModelConfig(vocab_size=len(task_module(task).VOCAB), scheme=scheme, max_position_id=max_position_id,
                        id_embedding=scheme in id_embedding, **model)
 
 
@@ -115,7 +115,8 @@ def _cached_train_lengths(task: str, task_cfg: str, batch_size: int, max_positio
 
 def _eval_set(task: str, sampler: dict, sizes: list, ev: dict) -> tuple[int, list]:
     """(tokens sampled, generation calls (rows, prompt length, response length)) of a task's
-    evaluation set: shared by every run of the task, so drawn once."""
+    evaluation set, its validation cell at the largest size included: shared by every run of
+    the task, so drawn once."""
     return _cached_eval_set(task, json.dumps([sampler, sizes, ev], sort_keys=True))
 
 
@@ -123,14 +124,12 @@ def _eval_set(task: str, sampler: dict, sizes: list, ev: dict) -> tuple[int, lis
 def _cached_eval_set(task: str, settings: str) -> tuple[int, list]:
     import torch
 
-    from sparselen.ppc.samples import Samples
     from sparselen.rng import generator
 
     sampler, sizes, ev = json.loads(settings)
     calls, n_samples = [], 0
-    for size in sizes:
-        s = TASKS[task].sample(torch.full((ev["n"],), size), generator("ppc-eval", ev["seed"], task, size), **sampler)
-        s = Samples(s.tokens, s.position_ids, s.prompt_len, s.length)
+    for stream, size in [*(("ppc-eval", size) for size in sizes), ("ppc-validation", max(sizes))]:
+        s = task_module(task).sample(torch.full((ev["n"],), size), generator(stream, ev["seed"], task, size), **sampler)
         n_samples += len(s) * s.tokens.shape[1]
         for P in s.prompt_len.unique().tolist():
             group = s.length[s.prompt_len == P]

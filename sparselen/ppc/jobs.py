@@ -18,8 +18,8 @@ from sparselen.ppc import report
 from sparselen.ppc.runs import run_model
 from sparselen.ppc.evaluate import evaluate_cells
 from sparselen.ppc.generate import COUPLED
-from sparselen.ppc.samples import random_offsets, to_batch
-from sparselen.ppc.tasks import TASKS, sampler_params
+from sparselen.ppc.samples import random_offsets, skip_ids, to_batch
+from sparselen.ppc.tasks import sampler_params, task_module
 from sparselen.provenance import provenance
 from sparselen.rng import generator
 from sparselen.run import Run, typed_wildcards
@@ -31,28 +31,40 @@ log = logging.getLogger(__name__)
 
 def eval_data(job) -> None:
     """``n`` samples per evaluated size (params sampler, sizes, eval), from a generator seeded
-    by (eval seed, task, size), shared by every model."""
-    task, e = job.wildcards.task, job.params.eval
-    cells = {}
-    for size in job.params.sizes:
-        s = TASKS[task].sample(torch.full((e["n"],), size), generator("ppc-eval", e["seed"], task, size),
-                               **job.params.sampler)
-        cells[size] = vars(s)
-    prov = provenance({"sampler": job.params.sampler, "sizes": job.params.sizes, "eval": e}, e["seed"])
-    io.torch_save({"task": task, "cells": cells, "provenance": prov}, job.output.eval_set)
-    log.info("wrote %s evaluation cells %s to %s", task, list(cells), job.output.eval_set)
+    by (eval seed, task, size), shared by every model; a validation cell of as many samples at
+    the largest size, seeded apart, on which the claims choose the best baseline (never on the
+    samples they compare); and the longest first-lookup distance of the training sizes (params
+    train_sizes), where the diagnostics split (``sparselen.ppc.evaluate``)."""
+    task, e, sampler = job.wildcards.task, job.params.eval, job.params.sampler
+    module = task_module(task)
+
+    def draw(stream: str, size: int) -> dict:
+        return vars(module.sample(torch.full((e["n"],), size), generator(stream, e["seed"], task, size), **sampler))
+
+    cells = {size: draw("ppc-eval", size) for size in job.params.sizes}
+    largest = max(job.params.sizes)
+    limit = module.max_first_lookup(job.params.train_sizes[1], **sampler)
+    prov = provenance({"sampler": sampler, "sizes": job.params.sizes, "eval": e,
+                       "train_sizes": job.params.train_sizes}, e["seed"])
+    io.torch_save({"task": task, "cells": cells, "validation": {largest: draw("ppc-validation", largest)},
+                   "first_lookup_limit": limit, "provenance": prov}, job.output.eval_set)
+    log.info("wrote %s evaluation cells %s and a validation cell to %s", task, list(cells), job.output.eval_set)
 
 
 def training_batches(task: str, task_cfg: dict, seed: int, batch_size: int, max_position_id: int, offset: bool,
                      coupled: bool = True):
     """``step -> Batch``, a pure function of (task, seed, step): sizes uniform in the training
-    range, coupled ids shifted by a random start offset when ``offset``; without ``coupled``
-    the batch has plain positions (what rope and pose shift), on the same samples."""
-    module, (lo, hi), params = TASKS[task], task_cfg["train_sizes"], sampler_params(task_cfg)
+    range, coupled ids skipped between the task's units (``id_skips`` of them, coupled runs
+    only) and shifted by a random start offset when ``offset``; without ``coupled`` the batch
+    has plain positions (what rope and pose shift), on the same samples."""
+    module, (lo, hi), params = task_module(task), task_cfg["train_sizes"], sampler_params(task_cfg)
+    skips = task_cfg.get("id_skips", 0) if coupled else 0
 
     def batch_fn(step: int):
         g = generator("ppc-train", task, seed, step)
         s = module.sample(torch.randint(lo, hi + 1, (batch_size,), generator=g), g, **params)
+        if skips:
+            s = skip_ids(s, module.unit_starts(s), skips, max_position_id, g)
         batch = to_batch(s, random_offsets(s, max_position_id, g) if offset else None)
         if not coupled:
             batch.position_ids = None
@@ -70,7 +82,7 @@ def training(job):
     task, name, seed = w["task"], w["run"], w["seed"]
     section = {"model": p.model, "variants": {name: p.variant} if p.variant else {}}
     scheme = variants.run_scheme(section, name)
-    mc = ModelConfig(vocab_size=len(TASKS[task].VOCAB), scheme=scheme, max_position_id=p.max_position_id,
+    mc = ModelConfig(vocab_size=len(task_module(task).VOCAB), scheme=scheme, max_position_id=p.max_position_id,
                      id_embedding=scheme in p.id_embedding, **run_model(section, p.task_config, name))
     train_cfg = {**p.train, **({"steps": p.task_config["steps"]} if "steps" in p.task_config else {})}
     tc = TrainConfig.from_section(train_cfg, seed, p.pose, position_loss_weight=p.position_loss_weight,
@@ -86,12 +98,16 @@ def train(job) -> dict:
 
 
 def evaluate(job) -> None:
-    """One model by generation on its task's evaluation set (params.batch_size)."""
+    """One model by generation on its task's evaluation set (params.batch_size): the test cells
+    (``split`` test) and the validation cell (``split`` validation)."""
     dev = runtime(job).device
     model, prov = load_model(job.input.model, dev)
     data = torch.load(job.input.eval_set, weights_only=True)
-    df = pd.DataFrame(evaluate_cells(model, data["cells"], job.params.batch_size, dev, task=data["task"],
-                                     scheme=job.wildcards.run, seed=prov["seed"]))
+    labels = {"task": data["task"], "scheme": job.wildcards.run, "seed": prov["seed"]}
+    rows = [row for split in ("test", "validation")
+            for row in evaluate_cells(model, data["cells" if split == "test" else split], job.params.batch_size, dev,
+                                      data["first_lookup_limit"], split=split, **labels)]
+    df = pd.DataFrame(rows)
     df["config_hash"] = prov["config_hash"]
     io.write_csv(df, job.output.eval)
 

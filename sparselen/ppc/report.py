@@ -1,17 +1,38 @@
-"""The PPC table (mean and 95% t-interval over seeds per task, scheme and size) and figure."""
+"""The PPC table (mean and 95% t-interval over seeds per task, scheme, metric and size, on the
+test samples), its figure and its layout in the report (scheme x size per task)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from sparselen.ppc.tasks import TASKS
+from sparselen.layout import grid as layout, percent, seeds
+from sparselen.ppc.tasks import task_module
 from sparselen.provenance import provenance
 from sparselen.stats import summarize
 from sparselen.tables import read_tables, runs_provenance, write_table
 
 SCHEME_STYLES = {"nope": {"color": "tab:gray"}, "rope": {"color": "tab:orange"}, "pose": {"color": "tab:purple"},
                  "coupled": {"color": "tab:blue"}, "ppc": {"color": "tab:green"}}
-IDS_ONLY = " (position ids only)"
+# metric -> (the per-run column, the schemes that have it); exact match first, then the
+# per-step id diagnostics (sparselen.ppc.evaluate): ppc's ids, and exact match split by the
+# first lookup's distance, within the training sizes' or beyond, for the coupled schemes
+METRICS = {"exact_match": ("accuracy", None), "position_ids": ("position_accuracy", ("ppc",)),
+           "first_id": ("first_id_accuracy", ("ppc",)), "later_ids": ("later_id_accuracy", ("ppc",)),
+           "first_id_within": ("first_id_accuracy_within", ("ppc",)),
+           "first_id_beyond": ("first_id_accuracy_beyond", ("ppc",)),
+           "exact_match_within": ("accuracy_within", ("coupled", "ppc")),
+           "exact_match_beyond": ("accuracy_beyond", ("coupled", "ppc"))}
+# the curves of the figure besides exact match: ppc's ids, dashed, and its first id, dash-dot
+FIGURE_METRICS = {"position_ids": (" (position ids)", "--"), "first_id": (" (first id)", "-.")}
+CAPTIONS = {"ppc": "Position coupling and Predictive Position Coupling. Exact match of the whole generated answer "
+                   "against the input size, one panel per task, one line per run: nope (no positions), rope, pose, "
+                   "coupled (the task's coupled ids, given at test time) and ppc (the model predicts each answer "
+                   "token's id itself; a wrong id is an error), with variants of a scheme dotted in its colour. "
+                   "ppc (position ids), dashed: the share of ppc's answers whose predicted ids are all right; "
+                   "ppc (first id), dash-dot: that of the first answer id alone. Lines are moved sideways a little "
+                   "so that equal values stay visible; bars: 95% interval over seeds. Models were trained on sizes "
+                   "up to the dashed vertical line; the table gives the share of samples whose first lookup is "
+                   "longer than any training size's, and accuracy within and beyond it."}
 
 
 def run_style(name: str) -> dict:
@@ -24,40 +45,72 @@ def run_style(name: str) -> dict:
 
 
 def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
-    """Per (task, scheme, size), with a ``metric`` column: ``exact_match`` for every scheme,
-    and ``position_ids`` (predicted ids all right) for ppc."""
+    """Per (task, scheme, metric, size) on the test samples: ``exact_match`` for every run, and
+    the id diagnostics (``METRICS``) where a run has them; ``beyond_lookup``: the share of the
+    cell's samples whose first lookup is longer than any of the training sizes'."""
     df = read_tables(eval_csvs)
+    if "split" in df:
+        df = df[df["split"] == "test"]
     by = ["task", "scheme", "size"]
-    parts = [summarize(df, by, "accuracy").assign(metric="exact_match")]
-    ppc = df[df["scheme"] == "ppc"]
-    if not ppc.empty:
-        parts.append(summarize(ppc, by, "position_accuracy").assign(metric="position_ids"))
-    counts = df.groupby(by)[["n", "prompt_tokens"]].agg({"n": "sum", "prompt_tokens": "first"}).reset_index()
-    t = pd.concat(parts, ignore_index=True).merge(counts.rename(columns={"n": "n_samples"}), on=by)
-    t = t[["task", "scheme", "metric", "size", "prompt_tokens", "mean", "ci_low", "ci_high",
-           "n_seeds", "n_samples"]].sort_values(["task", "metric", "scheme", "size"])
+    parts = []
+    for metric, (column, schemes) in METRICS.items():
+        runs = df if schemes is None else df[df["scheme"].isin(schemes)]
+        runs = runs.dropna(subset=[column]) if column in runs else runs.iloc[:0]
+        if not runs.empty:
+            parts.append(summarize(runs, by, column).assign(metric=metric))
+    counts = df.groupby(by).agg(n_samples=("n", "sum"), prompt_tokens=("prompt_tokens", "first")).reset_index()
+    if "n_beyond" in df:
+        beyond = df.groupby(by)[["n_beyond", "n"]].sum()
+        counts = counts.merge((beyond["n_beyond"] / beyond["n"]).rename("beyond_lookup").reset_index(), on=by)
+    t = pd.concat(parts, ignore_index=True).merge(counts, on=by)
+    order = {m: i for i, m in enumerate(METRICS)}
+    t = t.sort_values(["task", "metric", "scheme", "size"], key=lambda c: c.map(order) if c.name == "metric" else c)
+    t = t[["task", "scheme", "metric", "size", "prompt_tokens", *(["beyond_lookup"] if "beyond_lookup" in t else []),
+           "mean", "ci_low", "ci_high", "n_seeds", "n_samples"]]
     prov = runs_provenance(df)
-    write_table(t, out_csv, out_md, "Position coupling and PPC: exact-match accuracy by task, scheme and "
-                "input size (mean and 95% t-interval over seeds)", prov)
+    write_table(t, out_csv, out_md, "Position coupling and PPC: exact-match accuracy by task, scheme and input "
+                "size, and PPC's id diagnostics (first response id, later ids, first id and exact match by the first "
+                "lookup's distance: within the training sizes' or beyond; beyond_lookup: the share of samples beyond) "
+                "(mean and 95% t-interval over seeds, test samples)", prov)
     return t
 
 
 def figure(table_csv, train_max_sizes: dict, out_png, out_pdf) -> None:
-    """One panel per task, one curve per scheme (and the ppc position-id accuracy, dashed);
-    dashed grey line = longest training size."""
+    """One panel per task, one curve per run (PPC's position ids dashed, its first id
+    dash-dot); dashed grey line = longest training size."""
     from sparselen.plotting import plot_panels, save_figure  # matplotlib only where a figure is drawn
 
     t = pd.read_csv(table_csv)
-    t["curve"] = t["scheme"].where(t["metric"] == "exact_match", t["scheme"] + IDS_ONLY)
+    shown = ["exact_match", *FIGURE_METRICS]
+    t = t[t["metric"].isin(shown)].copy()
+    t["curve"] = t["scheme"] + t["metric"].map(lambda m: FIGURE_METRICS.get(m, ("",))[0])
     styles = {}
     runs = sorted(set(t["scheme"]) - set(SCHEME_STYLES))
     order = [r for s in SCHEME_STYLES for r in [s, *(v for v in runs if v.startswith(s + "_"))]]
     for run in order + [r for r in runs if r not in order]:  # each variant after its scheme
-        styles |= {run: run_style(run), run + IDS_ONLY: {**run_style(run), "ls": "--"}}
-    seeds = int(t["n_seeds"].max())
-    fig = plot_panels(t, "task", "curve", x="size", xlabel="input size", ylabel="exact-match accuracy",
-                      styles=styles, xlabels={name: module.SIZE for name, module in TASKS.items()},
-                      vlines={name: train_max_sizes[name] for name in t["task"].unique() if name in train_max_sizes},
-                      title=f"Position coupling and PPC: accuracy vs input size (mean, 95% interval over "
-                            f"{seeds} seeds; dashed: longest training size)")
+        styles |= {run: run_style(run), **{run + label: {**run_style(run), "ls": ls}
+                                           for label, ls in FIGURE_METRICS.values()}}
+    n_seeds = int(t["n_seeds"].max())
+    tasks = t["task"].unique()
+    fig = plot_panels(t, "task", "curve", x="size", xlabel="input size", ylabel="exact match",
+                      styles=styles, xlabels={name: task_module(name).SIZE for name in tasks},
+                      vlines={name: train_max_sizes[name] for name in tasks if name in train_max_sizes},
+                      title=f"Exact match by input size (mean and 95% interval over {n_seeds} "
+                            f"seed{'s' * (n_seeds != 1)}; dashed: longest training size)")
     save_figure(fig, out_png, out_pdf, provenance(None, None, table=str(table_csv)))
+
+
+def paper_tables(t: pd.DataFrame) -> list[str]:
+    """Exact match (%) per task as a run x size grid, with ppc's id accuracies as rows of their own."""
+    lines = []
+    t = t[t["metric"].isin(["exact_match", *FIGURE_METRICS])]
+    t = t.assign(row=t["scheme"] + t["metric"].map(lambda m: FIGURE_METRICS.get(m, ("",))[0]))
+    for task, g in t.groupby("task", sort=True):
+        grid = g.pivot_table(index="row", columns="size", values="mean", aggfunc="first")
+        order = [r for s in SCHEME_STYLES for r in grid.index if r == s or r.startswith(s + "_") or r.startswith(s + " (")]
+        grid = grid.reindex(list(dict.fromkeys(order + list(grid.index))))
+        head = ["run", *(str(c) for c in grid.columns)]
+        rows = [[r, *(percent(v) for v in grid.loc[r])] for r in grid.index]
+        lines += [f"{task}: exact match (%) by run (rows) and {task_module(task).SIZE} (columns), mean over "
+                  f"{seeds(g['n_seeds'].max())}.", "", layout(head, rows), ""]
+    return lines

@@ -10,13 +10,16 @@ claim touches its slice's claims module and docs/reconstruction.md only.
 from __future__ import annotations
 
 import importlib
+from dataclasses import fields
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
 from sparselen.config import SLICES
+from sparselen.report.answer import answer, state
 from sparselen.stats import Resampling
-from sparselen.verdicts import HOLDS, INCONCLUSIVE, NOT_RUN, UNSTABLE, Settings, combine, stability
+from sparselen.verdicts import HOLDS, INCONCLUSIVE, NOT_RUN, Result, Settings, combine, stability, units_of
 
 
 def slice_claims(name: str):
@@ -35,43 +38,59 @@ class _Facts(dict):
         return f"<{key}>"
 
 
-def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, designs: dict | None = None) -> pd.DataFrame:
+def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, designs: dict | None = None,
+          gaps: dict | None = None) -> pd.DataFrame:
     """One row per (claim, group) plus one ``group == "all"`` row per claim with its verdict,
     reason, groups tested, stability and the figure that shows the evidence. ``data`` maps a
     slice to its tables by name (its claims module's ``READS``); absent: the slice was not run.
     ``facts`` maps a slice to its claims module's ``facts`` of the config run (a criterion's
     placeholders are filled in from them). ``designs`` maps a claim to the shipped configs whose
-    design can decide it (``decidable_on``)."""
+    design can decide it (``decidable_on``); ``gaps`` maps a claim to what the config run lacks
+    to decide it (``design_gaps``; "" or absent: nothing). The ``all`` rows also carry the
+    claim's ``state`` and its ``answer`` in plain words (``sparselen.report.answer``), ``units``,
+    the seeds (documents) behind its intervals, and ``decided``, its verdict before the
+    stability check."""
     rows = []
     for c in claims:
         table = data.get(c.slice)
         settings = Settings(resampling.n_boot, resampling.seed, resampling.level, facts.get(c.slice, {}))
         base = {"claim": c.id, "slice": c.slice, "statement": c.statement, "quote": c.quote,
                 "criterion": c.criterion.format_map(_Facts(settings.facts)), "figure": c.figure,
-                "decidable_on": ", ".join((designs or {}).get(c.id, []))}
+                "decidable_on": ", ".join((designs or {}).get(c.id, [])), "design": (gaps or {}).get(c.id, "")}
         if table is None:
-            rows.append({**base, "group": "all", "verdict": NOT_RUN, "reason": f"the {c.slice} slice was not run",
-                         "stability": np.nan, "resampled": ""})
+            reason = f"the {c.slice} slice was not run"
+            rows.append({**base, "group": "all", "verdict": NOT_RUN, "reason": reason, "stability": np.nan,
+                         "resampled": "", "state": NOT_RUN, "answer": reason})
             continue
         results = c.test(table, settings)
         d = combine(results)
         verdict, reason = d.verdict, d.reason
-        share, how = stability(c, table, settings, verdict)
-        if verdict != INCONCLUSIVE and share > UNSTABLE:
-            verdict, reason = INCONCLUSIVE, (f"unstable: the verdict ({verdict}) differs in {share:.0%} of the "
-                                             f"resamples ({how}); {reason}")
+        st = stability(c, table, settings, verdict)
+        if unstable := st.reason(verdict):
+            verdict, reason = INCONCLUSIVE, f"{unstable}; {reason}"
         resolve = "; ".join(dict.fromkeys(r.resolve for r in results if r.resolve and r.verdict != HOLDS
                                           and not r.control))
         if reason.startswith("unstable"):
             resolve = "; ".join(filter(None, ["more seeds (a second seed set: seed_offset)", resolve]))
         head = [r for r in results if not r.control]
         head = head[0] if len(head) == 1 else None
-        rows.append({**base, "group": "all", "verdict": verdict, "reason": reason, "resolve": resolve,
-                     "groups_tested": f"{d.tested} of {d.groups}", "stability": share, "resampled": how,
-                     "value": head.value if head else np.nan, "ci_low": head.ci_low if head else np.nan,
-                     "ci_high": head.ci_high if head else np.nan})
+        n = len(units_of(table, c.unit))
+        row = {**base, "group": "all", "verdict": verdict, "reason": reason, "resolve": resolve,
+               "groups_tested": f"{d.tested} of {d.groups}", "stability": st.share, "resampled": st.how,
+               "value": head.value if head else np.nan, "ci_low": head.ci_low if head else np.nan,
+               "ci_high": head.ci_high if head else np.nan, "units": f"{n} {c.unit}{'s' * (n != 1)}",
+               "decided": d.verdict, "unit": c.unit, "state": state(verdict, base["design"])}
+        groups = pd.DataFrame([r.__dict__ for r in results], columns=[f.name for f in fields(Result)])
+        row["answer"] = answer(SimpleNamespace(**row), groups, row["units"])
+        rows.append(row)
         rows.extend({**base, **r.__dict__} for r in results)
     return pd.DataFrame(rows)
+
+
+def design_gaps(sections: dict, claims=CLAIMS) -> dict:
+    """Per claim of a slice in ``sections`` (slice -> its validated config section), what this
+    config's design lacks to decide it ("" when nothing)."""
+    return {c.id: c.design(sections[c.slice]) for c in claims if c.slice in sections}
 
 
 def designs(configs: dict, claims=CLAIMS) -> dict:
@@ -81,14 +100,9 @@ def designs(configs: dict, claims=CLAIMS) -> dict:
             for c in claims}
 
 
-def evidence(rows: pd.DataFrame) -> str:
-    """A claim's groups in one line: ``K_train=4: -0.90 [-1.00, -0.70] holds; ...``."""
-    return "; ".join((f"{r.group}: " if r.group != "-" else "") + fmt_value(r)
-                     for r in rows[rows["group"] != "all"].itertuples())
-
-
 def fmt_value(r) -> str:
+    """A group's value with its interval: ``-0.90 [-1.00, -0.70]`` (empty when not measured)."""
     if pd.isna(r.value):
-        return r.verdict
+        return ""
     ci = "" if pd.isna(r.ci_low) else f" [{r.ci_low:.2f}, {r.ci_high:.2f}]"
-    return f"{r.value:.2f}{ci} {r.verdict}"
+    return f"{r.value:.2f}{ci}"

@@ -9,12 +9,13 @@ from sparselen.estimate.flops import Work, aggregate
 
 def claims(job, config) -> Work:
     """The language claims' document bootstrap (``report.bootstrap`` replicates) and their
-    stability check (resamples of the documents, a bootstrap each); the seed-level claims'
-    t intervals cost next to nothing."""
+    stability check (its first resamples of the documents, a bootstrap each; more only where a
+    share is within Monte Carlo error of the line); the seed-level claims' t intervals cost
+    next to nothing."""
     # imported here, when a claims job is priced: the stability check's resampling sizes
-    from sparselen.verdicts import DOCUMENT_RESAMPLES, STABILITY_BOOT
+    from sparselen.verdicts import DOCUMENT_DRAWS, STABILITY_BOOT
 
-    replicates = job.params.report["bootstrap"] + DOCUMENT_RESAMPLES * STABILITY_BOOT
+    replicates = job.params.report["bootstrap"] + DOCUMENT_DRAWS[0] * STABILITY_BOOT
     return aggregate().unit("claims_replicate", replicates)
 
 

@@ -3,7 +3,8 @@ generated from the configuration actually run (the validated config, defaults fi
 
 Each value is tagged ``[paper]`` when it equals what the paper states (``PAPER`` below, the
 only place these tags live, each citing docs/reconstruction.md) and ``[ours]`` otherwise: our
-reconstruction or a compute-sized choice; the paper's value is shown beside it when known.
+reconstruction or a compute-sized choice. The keys the paper states a value for come first,
+the paper's value beside this run's, with the section of docs/reconstruction.md that quotes it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import json
 
+import numpy as np
 import pandas as pd
 
 from sparselen import io
@@ -51,33 +53,40 @@ def flatten(tree: dict, prefix: str = "") -> dict:
     return out
 
 
+OURS = "ours"  # the source of a value the paper does not state
+
+
 def tag(key: str, value) -> tuple[str, object, str]:
-    """(tag, the paper's value or None, citation) of one flattened config key."""
+    """(tag, the paper's value or None, source: the docs/reconstruction.md section or "ours") of
+    one flattened config key."""
     for pattern, (paper, cite, view) in PAPER.items():
         if fnmatch.fnmatchcase(key, pattern):
             seen = view(value) if view else value
             return ("[paper]" if seen == paper else "[ours]"), paper, cite
-    return "[ours]", None, "docs/reconstruction.md: reconstruction or compute-sized choice"
+    return "[ours]", None, OURS
 
 
 def table(config: dict, experiment: str) -> pd.DataFrame:
-    """One experiment's hyperparameters, one row per config key."""
+    """One experiment's hyperparameters, one row per config key; the keys the paper states a
+    value for first."""
     rows = []
     for key, value in flatten(config[experiment], experiment).items():
         t, paper, cite = tag(key, value)
-        rows.append({"parameter": key, "value": json.dumps(value), "tag": t,
-                     "paper": "" if paper is None else json.dumps(paper), "source": cite})
-    return pd.DataFrame(rows)
+        rows.append({"parameter": key, "paper": "" if paper is None else json.dumps(paper),
+                     "value": json.dumps(value), "tag": t, "source": cite})
+    t = pd.DataFrame(rows, columns=["parameter", "paper", "value", "tag", "source"])
+    return t.iloc[np.argsort(t["paper"].eq("").to_numpy(), kind="stable")].reset_index(drop=True)
 
 
 def write(config: dict, experiment: str, csv_path, md_path) -> pd.DataFrame:
     t = table(config, experiment)
     io.write_csv(t, csv_path)
     n_paper = int((t["tag"] == "[paper]").sum())
+    shown = t[["parameter", "paper", "value", "source"]].rename(columns={"value": "this run"})
     md = [f"# Hyperparameters: {experiment}", "",
           f"From the configuration actually run (config hash {config_hash(config[experiment])}). "
-          f"{n_paper} of {len(t)} values are the paper's ([paper]); the rest are our reconstruction "
-          "or a compute-sized choice ([ours]; the paper's value beside it when docs/reconstruction.md states one).", "",
-          t.to_markdown(index=False), ""]
+          f"{n_paper} of {len(t)} values are the paper's; the rest are our reconstruction or a compute-sized "
+          "choice (source: ours). Source: the section of docs/reconstruction.md that quotes the paper's value.", "",
+          shown.to_markdown(index=False), ""]
     io.write_text(md_path, "\n".join(md))
     return t

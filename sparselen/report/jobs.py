@@ -25,24 +25,24 @@ def claims(job) -> pd.DataFrame:
     """Check every claim on the tables of the slices that ran: input ``<slice>_<table>`` for each
     table its claims module READS (a slice without inputs: not run) and the shipped configs
     (``shipped``: which of them can decide each claim); params report (the report section), facts
-    (per slice, its claims module's facts of the config run) and criteria (the criteria's
-    version)."""
+    (per slice, its claims module's facts of the config run), gaps (per claim, what the config
+    run's design lacks to decide it) and criteria (the criteria's version)."""
     i, p = job.input, job.params
     data = {name: {t: read_tables(getattr(i, f"{name}_{t}")) for t in cl.slice_claims(name).READS}
             for name in p.facts}
     r = p.report
     shipped = {Path(f).name: load_config([f]) for f in i.shipped}
     table = cl.check(data, Resampling(n_boot=r["bootstrap"], seed=r["seed"], level=r["level"]), p.facts,
-                     designs=cl.designs(shipped))
+                     designs=cl.designs(shipped), gaps=p.gaps)
     table["criteria"] = p.criteria
     io.write_csv(table, job.output.csv)
-    out_dir = Path(job.output.md).parent
-    md = "\n".join([f"# {renderer.TITLE}: claims", ""] + renderer.claims_section(table, out_dir)[2:]
+    md = "\n".join([f"# {renderer.TITLE}: claims", ""] + renderer.answer_section(table)[2:]
+                    + renderer.details_section(table)
                     + ["Provenance:", "", "```json", io.json_dumps(provenance(r, r["seed"])), "```", ""])
     io.write_text(job.output.md, md)
     io.write_text(job.output.html, renderer.to_html(md))
     for h in table[table["group"] == "all"].itertuples():
-        log.info("claim %s: %s", h.claim, h.verdict)
+        log.info("claim %s: %s", h.claim, h.state)
     return table
 
 

@@ -1,16 +1,18 @@
-"""The reproduction report: one Markdown document (and a self-contained HTML copy) that says,
-claim by claim, what the paper says, what this run measured and whether they agree, followed
-by each experiment's figure and table, the hyperparameter tables, the compute ledger and the
-provenance of the run (listed once).
+"""The reproduction report: one Markdown document (and a self-contained HTML copy) that opens
+with the answer, one line per claim of the paper in plain words with its verdict, then each
+experiment's figure (with its caption) and its results laid out as the paper lays them out,
+how each claim was decided, the hyperparameters, the compute and the provenance of the run.
 
 The HTML comes from a small Markdown subset converter below (headings, paragraphs, lists,
-pipe tables, code blocks, images inlined as data URIs) rather than a new dependency.
+pipe tables, code blocks, images inlined as data URIs, <details> blocks, verdicts in colour)
+rather than a new dependency.
 """
 
 from __future__ import annotations
 
 import base64
 import html
+import importlib
 import os
 import re
 from collections import Counter
@@ -20,10 +22,13 @@ import numpy as np
 import pandas as pd
 
 from sparselen import io
+from sparselen.layout import grid, hms
 from sparselen.provenance import provenance
-from sparselen.report.claims import evidence
-from sparselen.tables import markdown
+from sparselen.report.answer import COLORS, NOT_DECIDABLE, NOT_RUN, STATES, counts_line
+from sparselen.report.claims import fmt_value
+from sparselen.verdicts import HOLDS, UNSTABLE
 
+REPORT_WIDTH_PX = 1100  # the report's text column (CSS px): a wider figure is shown scaled down to it
 TITLE = "Reproduction report: The Role of Sparsity for Length Generalization in Transformers"
 SECTIONS = {  # slice -> heading
     "parity": "Sparse parity",
@@ -31,6 +36,15 @@ SECTIONS = {  # slice -> heading
     "language": "Natural language",
     "theory": "Theory, made runnable",
 }
+# Each slice's module with its figures' captions (CAPTIONS) and its results in the paper's
+# layout (paper_tables: its table.csv -> Markdown lines).
+PRESENTATION = {"parity": "sparselen.parity.report", "ppc": "sparselen.ppc.report",
+                "language": "sparselen.language.figures", "theory": "sparselen.theory.report"}
+READING = ("**holds** / **does not hold**: the 95% interval over training seeds (documents, for L1 and L2) lies "
+           "wholly on the claim's side of its threshold / wholly on the other side. **inconclusive**: it straddles "
+           "the threshold, the verdict changes under resampling of the seeds, or nothing fit well enough to be "
+           f"tested. **{NOT_DECIDABLE}**: inconclusive because this config's design cannot decide the claim (too "
+           "few seeds, sizes or tasks); the line names a shipped config that can.")
 
 
 def slice_of(path) -> str:
@@ -41,69 +55,156 @@ def slice_of(path) -> str:
 
 
 def md_table(df: pd.DataFrame) -> str:
-    return markdown(df, ".3g")
+    """A pipe table without padding (the Markdown stays small): floats to 3 significant digits,
+    missing values blank."""
+    def cell(v) -> str:
+        if v is None or (isinstance(v, float) and np.isnan(v)):
+            return ""
+        return f"{v:.3g}" if isinstance(v, (float, np.floating)) else str(v).replace("|", "/")
 
-
-def _stability(h) -> str:
-    if pd.isna(h.stability):
-        return h.resampled
-    return f"{h.stability:.0%} differ ({h.resampled})"
+    return grid(list(map(str, df.columns)), [[cell(v) for v in row] for row in df.itertuples(index=False)])
 
 
 def _text(value) -> str:
     return value if isinstance(value, str) else ""
 
 
-def claims_section(claims: pd.DataFrame, out_dir: Path) -> list[str]:
-    """The summary table (one row per claim), then each claim in detail."""
+def presentation(name: str):
+    return importlib.import_module(PRESENTATION[name])
+
+
+# ----------------------------------------------------------------------------- the answer
+
+
+def answer_section(claims: pd.DataFrame) -> list[str]:
+    """One line per claim: its state (coloured in the HTML), the claim and what decided it."""
     heads = claims[claims["group"] == "all"]
-    rows = []
-    for h in heads.itertuples():
-        figure = out_dir.parent / "figures" / f"{h.figure}.png"
-        run = h.verdict != "not run"
-        rows.append({"claim": f"{h.claim}: {h.statement}", "verdict": f"**{h.verdict}**",
-                     "groups tested": _text(h.groups_tested), "why": h.reason,
-                     "measured (95% interval)": evidence(claims[claims["claim"] == h.claim]),
-                     "stability": _stability(h) if run else "",
-                     "decidable on (shipped configs)": _text(h.decidable_on) or "none",
-                     "evidence": f"[{figure.name}]({os.path.relpath(figure, out_dir)})"})
-    counts = Counter(heads["verdict"])
+    lines = ["## The answer", ""]
+    lines += [f"- **{h.claim}** **{h.state}** *{h.statement}* {_sentence(h.answer)}" for h in heads.itertuples()]
+    return lines + ["", counts_line(heads), "", READING, ""]
+
+
+def _sentence(text: str) -> str:
+    text = str(text).strip()
+    return (text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")) if text else ""
+
+
+def details_section(claims: pd.DataFrame) -> list[str]:
+    """How each claim was decided: the figure that shows the evidence (the document lies in
+    results/report), the paper's words, the criterion, each group's value with its interval,
+    verdict and reason (each reason once), the stability and what would resolve it."""
     criteria = claims["criteria"].iloc[0] if "criteria" in claims else "not recorded"
-    lines = ["## Claims", "",
-             "Each claim of the paper tested on this run's tables (`docs/reconstruction.md`, \"Claims\", says how each "
-             "criterion follows from the paper's words and which criteria were revised after results had been seen; "
-             f"the criteria's code is `sparselen/<slice>/claims.py`, version `{criteria}`). Verdicts: holds, does not "
-             "hold, or inconclusive with the reason, decided over the groups that could be tested; only models that fit "
-             "their training distribution count as evidence; intervals are over training seeds (documents, for the "
-             "language claims); stability is the share of resamples of the seeds (documents) whose verdict differs. "
-             "\"Decidable on\" names the shipped configurations whose design can decide the claim: an inconclusive "
-             "verdict on a config not named there is inconclusive by design. "
-             + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + ".", "",
-             md_table(pd.DataFrame(rows)), "", "### The claims in detail", ""]
-    for h in heads.itertuples():
+    lines = ["## How each claim was decided", "",
+             "`docs/reconstruction.md`, \"Claims\", says how each criterion follows from the paper's words; the "
+             f"criteria's code is `sparselen/<slice>/claims.py` (version `{criteria}`). Only models that fit their "
+             "training distribution count as evidence.", ""]
+    for h in claims[claims["group"] == "all"].itertuples():
         groups = claims[(claims["claim"] == h.claim) & (claims["group"] != "all")]
-        lines += [f"**{h.claim}: {h.statement}** The paper: \"{h.quote}\"", "", f"Criterion: {h.criterion}", "",
-                  f"Verdict: **{h.verdict}**. {h.reason}" + (f" To resolve: {h.resolve}." if _text(h.resolve) else ""),
-                  ""]
-        if len(groups):
-            shown = groups.assign(role=np.where(groups["control"].astype(bool), "control",
-                                                np.where(groups["tested"].astype(bool), "tested", "not tested")))
-            lines += [md_table(shown[["group", "role", "value", "ci_low", "ci_high", "verdict", "reason"]]), ""]
+        lines += [f"### {h.claim}: {h.statement}", "",
+                  f"**{h.state}**; the evidence: [{h.figure}.png](../figures/{h.figure}.png)", "",
+                  "<details><summary>The paper's words, the criterion, each group</summary>", "",
+                  f"The paper: \"{h.quote}\"", "", f"Criterion: {h.criterion}", ""]
+        if h.state == NOT_RUN or groups.empty:
+            lines += [f"{_sentence(h.reason)}", "", "</details>", ""]
+            continue
+        lines += [md_table(_group_rows(groups)), ""]
+        notes = []
+        if h.state == NOT_DECIDABLE:
+            notes.append(f"This config cannot decide it: {h.design}.")
+        elif groups["tested"].astype(bool).any() and pd.notna(h.stability):
+            overturned = (f": more than {UNSTABLE:.0%}, so the claim is inconclusive" if h.decided != h.verdict
+                          else "")
+            notes.append(f"Stability: the verdict ({h.decided}) changes in {h.stability:.0%} of the resamples "
+                         f"({h.resampled}){overturned}.")
+        if _text(h.resolve) and h.verdict != HOLDS:
+            notes.append(f"To resolve: {h.resolve}.")
+        lines += ([" ".join(notes), ""] if notes else []) + ["</details>", ""]
     return lines
+
+
+def _group_rows(groups: pd.DataFrame) -> pd.DataFrame:
+    verdict = [("control: " if r.control else "") + (r.verdict if r.tested else "not tested")
+               for r in groups.itertuples()]
+    return pd.DataFrame({"group": groups["group"].to_numpy(),
+                         "value [95% interval]": [fmt_value(r) for r in groups.itertuples()],
+                         "verdict": verdict, "reason": groups["reason"].fillna("").to_numpy()})
+
+
+# ----------------------------------------------------------------------------- the experiments
 
 
 def slice_section(name: str, figures: list[str], tables: list[str], claims: pd.DataFrame, out_dir: Path) -> list[str]:
     lines = [f"## {SECTIONS.get(name, name)}", ""]
     if not figures and not tables:
         return lines + ["**not run**: this slice is not part of the workflow or its tables are missing.", ""]
+    module = presentation(name)
     for fig in figures:
-        lines += [f"![{Path(fig).stem}]({os.path.relpath(fig, out_dir)})", ""]
-    lines += ["Tables: " + ", ".join(f"[{Path(t).name}]({os.path.relpath(t, out_dir)})" for t in tables), ""]
-    mine = claims[(claims["slice"] == name) & (claims["group"] != "all")]
+        lines += [f"![{Path(fig).stem}]({os.path.relpath(fig, out_dir)})", "",
+                  f"*{module.CAPTIONS.get(Path(fig).stem, Path(fig).stem)}*", ""]
+    main = next((t for t in tables if Path(t).name == "table.csv"), None)
+    if main is not None:
+        lines += module.paper_tables(pd.read_csv(main)) + [""]
+    mine = claims[(claims["slice"] == name) & (claims["group"] == "all")]
     if len(mine):
-        detail = mine[["claim", "group", "value", "ci_low", "ci_high", "verdict", "reason"]]
-        lines += ["Claims measured on this slice:", "", md_table(detail), ""]
+        lines += ["Claims on this experiment: " + "; ".join(f"{h.claim} **{h.state}**" for h in mine.itertuples())
+                  + " (how each was decided: below).", ""]
+    mds = [t for t in tables if t.endswith(".md")]
+    lines += ["All tables, with intervals and provenance: "
+              + ", ".join(f"[{Path(t).name}]({os.path.relpath(t, out_dir)})" for t in mds), ""]
     return lines
+
+
+# ----------------------------------------------------------------------------- hyperparameters
+
+
+def hyperparams_section(csvs, out_dir: Path) -> list[str]:
+    """Per experiment, the values the paper states beside this run's, then a link to the full table."""
+    lines = ["## Hyperparameters", "",
+             "The values the paper states, beside this run's (the analogue of the paper's Tables 1-4; "
+             "`docs/reconstruction.md` gives the source of each). Every other value is our reconstruction or a "
+             "compute-sized choice: the full tables list them.", ""]
+    for path in csvs:
+        t = pd.read_csv(path, keep_default_na=False)
+        name = Path(path).stem
+        stated = t[t["paper"] != ""]
+        lines += [f"### {SECTIONS.get(name, name)}", ""]
+        if len(stated):
+            lines += [md_table(stated[["parameter", "paper", "value", "source"]].rename(columns={"value": "this run"})),
+                      ""]
+        md = Path(path).with_suffix(".md")
+        lines += [f"{len(stated)} values stated by the paper ({int((t['tag'] == '[paper]').sum())} of them as run), "
+                  f"{len(t) - len(stated)} of ours: [{md.name}]({os.path.relpath(md, out_dir)}).", ""]
+    return lines
+
+
+# ----------------------------------------------------------------------------- compute
+
+
+def ledger_section(per_figure: pd.DataFrame, rules_csv, out_dir: Path) -> list[str]:
+    t = per_figure.rename(columns={"slice": "experiment"})
+    shown = pd.DataFrame({
+        "experiment": t["experiment"], "jobs": t["jobs"],
+        "wall time": t["wall_s"].map(_hms), "longest job": t["max_job_wall_s"].map(_hms),
+        "CPU time": t["cpu_s"].map(_hms), "peak memory": t["peak_rss_mb"].map(_mb),
+        "evaluation / training": t["eval_share"].map(lambda x: "" if pd.isna(x) else f"{x:.0%}")})
+    return ["## Compute", "",
+            "Every job of this run, summed per experiment (h:mm:ss; jobs run in parallel, so the sum exceeds the "
+            "run's own wall time). CPU time is Snakemake's last sample of each job, taken every 30 s, so it can miss "
+            "up to 30 s per job. `sparselen estimate --configfile X` predicts these times before a launch; "
+            "`--compare results/benchmarks` sets its prediction against them. Per rule: "
+            f"[{Path(rules_csv).name}]({os.path.relpath(rules_csv, out_dir)}).", "",
+            md_table(shown), ""]
+
+
+def _hms(seconds) -> str:
+    return "" if pd.isna(seconds) else hms(float(seconds))
+
+
+def _mb(mb) -> str:
+    return "" if pd.isna(mb) else (f"{mb / 1024:.1f} GB" if mb >= 1024 else f"{mb:.0f} MB")
+
+
+# ----------------------------------------------------------------------------- provenance
 
 
 def _slice_dir(path: Path) -> str:
@@ -119,62 +220,61 @@ def _hardware_line(summary: dict, key: str) -> str:
     return line + (f"; {gpu.get('name')}, driver {gpu.get('driver')}" if gpu else "")
 
 
+def _short(commit: str) -> str:
+    """A commit as its first 12 hex digits, keeping a ``-dirty`` mark."""
+    head, dirty, _ = commit.partition("-dirty")
+    return head[:12] + dirty
+
+
 def provenance_section(run_files) -> list[str]:
-    """Config hashes, seeds, versions, devices and commits of the training runs behind the
-    tables (the ``train_summary.json`` beside each per-run file), listed once."""
+    """Seeds, devices, commits and versions of the training runs behind the tables (the
+    ``train_summary.json`` beside each per-run file), listed once; config hashes and package
+    versions folded away."""
     found = sorted({Path(f).parent / "train_summary.json" for f in run_files})
     summaries = [(p, io.read_json(p)) for p in found if p.exists()]
     now = provenance(None, None)
-    lines = ["## Provenance", "", f"Report rendered with git commit `{now['git_commit']}`, versions "
+    lines = ["## Provenance", "", f"Report rendered with git commit `{_short(str(now['git_commit']))}`, versions "
              + ", ".join(f"{k} {v}" for k, v in now["versions"].items() if v) + ".", ""]
     if not summaries:
         return lines + ["No training summaries found.", ""]
-    rows = []
+    rows, hashes = [], []
     for sl in sorted({_slice_dir(p) for p, _ in summaries}):
         mine = [s for p, s in summaries if _slice_dir(p) == sl]
 
         def values(key, pick=lambda s, k: s.get(k)):
-            return ", ".join(sorted({str(pick(s, key)) for s in mine}))
+            return sorted({str(pick(s, key)) for s in mine})
 
-        rows.append({"slice": sl, "runs": len(mine), "config hashes": values("config_hash"),
-                     "seeds": values("seed"), "device": values("device_name"), "git commit": values("git_commit"),
-                     "torch": values("torch", lambda s, k: s.get("versions", {}).get(k)),
-                     "hardware": values("hardware", _hardware_line)})
+        seen = values("config_hash")
+        hashes.append(f"- {sl}: " + ", ".join(f"`{h}`" for h in seen))
+        rows.append({"experiment": sl, "runs": len(mine), "config hashes": len(seen),
+                     "seeds": ", ".join(sorted(values("seed"), key=lambda s: (len(s), s))),
+                     "device": ", ".join(values("device_name")), "git commit": ", ".join(sorted({_short(c) for c in values("git_commit")})),
+                     "torch": ", ".join(values("torch", lambda s, k: s.get("versions", {}).get(k))),
+                     "hardware": "; ".join(values("hardware", _hardware_line))})
     versions = Counter(io.json_dumps(s.get("versions", {})) for _, s in summaries)
-    lines += [md_table(pd.DataFrame(rows)), ""]
-    lines += [f"Package versions of the training runs ({len(versions)} distinct set(s)):", "",
-              "```json", *versions.keys(), "```", ""]
-    return lines
+    return lines + [md_table(pd.DataFrame(rows)), "",
+                    "<details><summary>Config hashes of the training runs</summary>", "", *hashes, "", "</details>", "",
+                    f"<details><summary>Package versions of the training runs ({len(versions)} distinct "
+                    "set(s))</summary>", "", "```json", *versions.keys(), "```", "", "</details>", ""]
 
 
-def ledger_section(per_figure: pd.DataFrame, per_rule: pd.DataFrame) -> list[str]:
-    return ["## Compute ledger", "",
-            "From the `benchmark:` files of this DAG's slice jobs (wall time and CPU time in seconds, peak resident memory in MB; "
-            "jobs run in parallel, so wall times add up to more than the elapsed time). Wall time is each job's full "
-            "time; CPU time is Snakemake's last sample of it (taken every 30 s once a job has run 15 s), so it can miss "
-            "up to 30 s per job. Before launching a "
-            "config, `sparselen estimate --configfile X` predicts every job's time from FLOP counts and a device "
-            "profile; `--compare results/benchmarks` sets it against these measurements. `eval_share`: wall time of a "
-            "slice's model evaluations over that of its trainings.", "",
-            "Per figure (slice):", "", md_table(per_figure), "", "Per rule:", "", md_table(per_rule), ""]
+# ----------------------------------------------------------------------------- the document
 
 
-def build(claims_csv, hyperparam_mds, rules_csv, figures_csv, figures, tables, run_files, out_md) -> str:
+def build(claims_csv, hyperparam_csvs, rules_csv, figures_csv, figures, tables, run_files, out_md) -> str:
     out_dir = Path(out_md).parent
     claims = pd.read_csv(claims_csv)
     lines = [f"# {TITLE}", "",
-             "Golowich, Jelassi, Brandfonbrener, Kakade, Malach, ICML 2025 (arXiv 2502.16792). The experiments are a "
-             "reconstruction (docs/reconstruction.md: [paper] = stated by the paper, [ours] = our reconstruction); no code was "
-             "released.", ""]
-    lines += claims_section(claims, out_dir)
+             "Golowich, Jelassi, Brandfonbrener, Kakade, Malach, ICML 2025 (arXiv 2502.16792). No code was released: "
+             "the experiments are a reconstruction (`docs/reconstruction.md`). Every number below was computed by "
+             "this run.", ""]
+    lines += answer_section(claims)
     for name in SECTIONS:
         lines += slice_section(name, [f for f in figures if slice_of(f) == name],
                                [t for t in tables if slice_of(t) == name], claims, out_dir)
-    lines += ["## Hyperparameters (the analogue of the paper's Tables 1-4)", ""]
-    for md in hyperparam_mds:
-        text = Path(md).read_text().replace("# Hyperparameters:", "### Hyperparameters:", 1)
-        lines += [text, ""]
-    lines += ledger_section(pd.read_csv(figures_csv), pd.read_csv(rules_csv))
+    lines += details_section(claims)
+    lines += hyperparams_section(hyperparam_csvs, out_dir)
+    lines += ledger_section(pd.read_csv(figures_csv), rules_csv, out_dir)
     lines += provenance_section(run_files)
     text = "\n".join(lines)
     io.write_text(out_md, text)
@@ -183,16 +283,26 @@ def build(claims_csv, hyperparam_mds, rules_csv, figures_csv, figures, tables, r
 
 # ----------------------------------------------------------------------------- Markdown -> HTML
 
+STATE_CLASS = {s: "v" + str(i) for i, s in enumerate(STATES)}
+
+
 def _inline(text: str, base: Path) -> str:
     text = html.escape(text, quote=False)
     text = re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
-    text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
+
+    def strong(m):
+        word = html.unescape(m.group(1))
+        cls = f' class="verdict {STATE_CLASS[word]}"' if word in STATE_CLASS else ""
+        return f"<strong{cls}>{m.group(1)}</strong>"
+
+    text = re.sub(r"\*\*([^*]+)\*\*", strong, text)
+    text = re.sub(r"(?<![*\w])\*([^*]+)\*(?![*\w])", r"<em>\1</em>", text)
 
     def image(m):
         src = base / m.group(2)
         if src.exists():
             data = base64.b64encode(src.read_bytes()).decode()
-            return f'<img alt="{m.group(1)}" src="data:image/png;base64,{data}" style="max-width:100%">'
+            return f'<img alt="{m.group(1)}" src="data:image/png;base64,{data}">'
         return f'<img alt="{m.group(1)}" src="{m.group(2)}">'
 
     text = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", image, text)
@@ -201,6 +311,13 @@ def _inline(text: str, base: Path) -> str:
 
 def _cells(row: str) -> list[str]:
     return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def _anchor(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+RAW_HTML = re.compile(r"</?(details|summary)\b")
 
 
 def to_html(md: str, base=".") -> str:
@@ -212,9 +329,12 @@ def to_html(md: str, base=".") -> str:
             j = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), len(lines))
             out.append("<pre>" + html.escape("\n".join(lines[i + 1:j])) + "</pre>")
             i = j + 1
+        elif RAW_HTML.match(line):
+            out.append(line)
+            i += 1
         elif m := re.match(r"(#+) (.*)", line):
             n = len(m.group(1))
-            out.append(f"<h{n}>{_inline(m.group(2), base)}</h{n}>")
+            out.append(f'<h{n} id="{_anchor(m.group(2))}">{_inline(m.group(2), base)}</h{n}>')
             i += 1
         elif line.startswith("|"):
             j = i
@@ -233,14 +353,24 @@ def to_html(md: str, base=".") -> str:
             i = j
         elif line.strip():
             j = i
-            while j < len(lines) and lines[j].strip() and not re.match(r"(#+ |\||- |```)", lines[j]):
+            while j < len(lines) and lines[j].strip() and not re.match(r"(#+ |\||- |```|</?(details|summary))",
+                                                                          lines[j]):
                 j += 1
-            out.append("<p>" + _inline(" ".join(lines[i:j]), base) + "</p>")
+            text = " ".join(lines[i:j])
+            tag = "figure" if text.startswith("![") else "p"
+            out.append(f"<{tag}>" + _inline(text, base) + f"</{tag}>")
             i = j
         else:
             i += 1
-    style = ("body{font-family:sans-serif;max-width:70em;margin:auto;padding:1em}table{border-collapse:collapse;"
-             "margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;vertical-align:top;font-size:90%}"
-             "pre{background:#f4f4f4;padding:.5em;overflow:auto}")
-    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(TITLE)}</title>"
+    colors = "".join(f".{cls}{{background:{COLORS[s]}}}" for s, cls in STATE_CLASS.items())
+    style = ("body{font-family:sans-serif;font-size:16px;line-height:1.45;max-width:" + f"{REPORT_WIDTH_PX}px"
+             ";margin:auto;padding:1em}table{border-collapse:collapse;margin:.5em 0}"
+             "td,th{border:1px solid #ccc;padding:.2em .5em;vertical-align:top;font-size:14px}"
+             "pre{background:#f4f4f4;padding:.5em;overflow:auto;font-size:13px}figure{margin:1em 0 .2em}"
+             "figure img{max-width:100%}figure+p{font-size:14px;color:#333;margin-top:0}"
+             ".verdict{color:#fff;padding:0 .35em;border-radius:3px;white-space:nowrap}" + colors
+             + "li{margin:.3em 0}summary{cursor:pointer}")
+    return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><meta name='viewport' "
+            f"content='width=device-width, initial-scale=1'><title>{html.escape(TITLE)}</title>"
             f"<style>{style}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
+

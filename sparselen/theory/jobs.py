@@ -92,4 +92,4 @@ def table(job) -> None:
 
 
 def figure(job) -> None:
-    report.figure(job.input.table, job.params.train_max_length, job.params.floor, job.output.png, job.output.pdf)
+    report.figure(job.input.evals, job.params.train_max_length, job.params.floor, job.output.png, job.output.pdf)

@@ -29,7 +29,7 @@ except ValueError as e:
 
 
 # Every rule runs the package function named like the rule (sparselen/jobs.py) in this
-# environment (used with --software-deployment-method conda; README "Running on a SLURM cluster").
+# environment (used with --software-deployment-method conda; docs/cluster.md, "SLURM").
 JOB = "../scripts/job.py"
 ENV = "../../envs/sparselen.yaml"
 THREADS = config["threads"]
@@ -71,8 +71,8 @@ def train_outputs(run):
     }
 
 
-# Scheduler resources and groups (SLURM profile, local-gpus profile; README "Running on a
-# SLURM cluster"). A rule that trains or evaluates a model declares
+# Scheduler resources and groups (SLURM profile, local-gpus profile; docs/cluster.md,
+# "Submissions"). A rule that trains or evaluates a model declares
 #     group: GROUP_MODEL
 #     resources: **job_resources(runtime=MINUTES)
 # so one submission trains a model and runs its evaluations on the same GPU. A GROUP_MODEL rule
@@ -195,6 +195,14 @@ def claims_facts():
         name: sparselen.report.claims.slice_claims(name).facts(config[name])
         for name in REPORT_SLICES
     }
+
+
+def claims_design_gaps():
+    """Per claim of a slice that runs, what this config's design lacks to decide it ("" when
+    nothing): the report words such a claim "not decidable on this config"."""
+    return sparselen.report.claims.design_gaps(
+        {name: config[name] for name in REPORT_SLICES}
+    )
 
 
 def slice_outputs(wildcards):

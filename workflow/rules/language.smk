@@ -11,6 +11,8 @@ LANG_CTX = LANG["contexts"]
 # training job).
 LANG_PROCS = LANG["parallel"]["processes"]
 LANG_NODES = LANG["parallel"]["nodes"]
+# Minutes of a language training or analysis (None: resources.runtime).
+LANG_RUNTIME = config["resources"].get("language_runtime")
 LANG_DIR = "results/language"
 LANG_RUN = f"{LANG_DIR}/ctx{{context}}/{{run}}/seed{{seed}}"
 LANG_RUNS = [
@@ -39,7 +41,8 @@ LANG_PRIORITY = 1
 
 rule language_corpus:
     output:
-        corpus=f"{LANG_DIR}/corpus.json",
+        train=f"{LANG_DIR}/corpus/train.jsonl",
+        eval=f"{LANG_DIR}/corpus/eval.jsonl",
         summary=f"{LANG_DIR}/corpus_summary.json",
     log:
         "logs/language/corpus.log",
@@ -58,7 +61,7 @@ rule language_corpus:
 
 rule language_tokenizer:
     input:
-        corpus=rules.language_corpus.output.corpus,
+        train=rules.language_corpus.output.train,
     output:
         tokenizer=f"{LANG_DIR}/tokenizer.json",
     log:
@@ -70,6 +73,9 @@ rule language_tokenizer:
         GROUP_DATA
     conda:
         ENV
+    resources:
+        # BPE training counts the corpus' distinct words: its memory grows with the corpus
+        mem_mb=config["resources"]["mem_mb"],
     params:
         tokenizer=LANG["tokenizer"],
     script:
@@ -78,10 +84,13 @@ rule language_tokenizer:
 
 rule language_tokens:
     input:
-        corpus=rules.language_corpus.output.corpus,
+        train=rules.language_corpus.output.train,
+        eval=rules.language_corpus.output.eval,
         tokenizer=rules.language_tokenizer.output.tokenizer,
     output:
-        tokens=f"{LANG_DIR}/tokens.pt",
+        tokens=f"{LANG_DIR}/tokens/tokens.json",
+        train=f"{LANG_DIR}/tokens/train.npy",
+        eval=f"{LANG_DIR}/tokens/eval.npy",
     log:
         "logs/language/tokens.log",
     benchmark:
@@ -139,7 +148,7 @@ rule language_train:
         ENV
     threads: THREADS * LANG_PROCS
     resources:
-        **job_resources(processes=LANG_PROCS, nodes=LANG_NODES),
+        **job_resources(LANG_RUNTIME, processes=LANG_PROCS, nodes=LANG_NODES),
     params:
         model=lambda w: sparselen.variants.run_model(LANG["model"], LANG, w.run),
         scheme=lambda w: sparselen.variants.run_scheme(LANG, w.run),
@@ -190,7 +199,7 @@ rule language_analyze:
         ENV
     threads: THREADS
     resources:
-        **job_resources(),
+        **job_resources(LANG_RUNTIME),
     params:
         analysis=LANG["analysis"],
         contexts=LANG_CTX,
@@ -266,6 +275,7 @@ rule language_figures:
             table="loss_by_position"
         ),
         screen=RUN_TABLES["language"]["screen"],
+        deps=RUN_TABLES["language"]["deps"],
     output:
         sparsity_png=report(
             "results/figures/language_sparsity.png",
@@ -290,6 +300,9 @@ rule language_figures:
     params:
         contexts=LANG_CTX,
         min_benefit=LANG["analysis"]["min_benefit"],
+        facts=sparselen.report.claims.slice_claims("language").facts(LANG),
+        report=REPORT,
+        criteria=CLAIMS_SOURCES,
     script:
         JOB
 

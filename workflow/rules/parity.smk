@@ -94,7 +94,6 @@ rule parity_table:
 rule parity_figure:
     input:
         table=rules.parity_table.output.csv,
-        evals=RUN_TABLES["parity"]["evals"],
     output:
         png=report(
             "results/figures/parity.png",
@@ -112,7 +111,6 @@ rule parity_figure:
         ENV
     params:
         facts=sparselen.report.claims.slice_claims("parity").facts(PARITY),
-        criteria=CLAIMS_SOURCES,
     script:
         JOB
 

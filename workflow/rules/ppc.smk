@@ -35,6 +35,7 @@ rule ppc_eval_data:
     params:
         sampler=lambda w: sparselen.ppc.tasks.sampler_params(PPC[w.task]),
         sizes=lambda w: PPC[w.task]["eval_sizes"],
+        train_sizes=lambda w: PPC[w.task]["train_sizes"],
         eval=PPC["eval"],
     script:
         JOB

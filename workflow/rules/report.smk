@@ -24,6 +24,7 @@ rule report_claims:
         ENV
     params:
         facts=claims_facts(),
+        gaps=claims_design_gaps(),
         report=REPORT,
         criteria=CLAIMS_SOURCES,
     script:
@@ -75,7 +76,7 @@ rule report_render:
     input:
         claims=rules.report_claims.output.csv,
         hyperparams=expand(
-            "results/report/hyperparams/{experiment}.md", experiment=REPORT_SLICES
+            "results/report/hyperparams/{experiment}.csv", experiment=REPORT_SLICES
         ),
         ledger_rules=rules.report_ledger.output.per_rule,
         ledger_figures=rules.report_ledger.output.per_figure,

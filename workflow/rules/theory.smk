@@ -1,5 +1,7 @@
 # The theory, made runnable (docs/theory.md): one job per (model, distribution, k, seed)
 # trains on lengths <= L and evaluates up to Lbar -> table of errors and slopes -> figure.
+import sparselen.theory.memory
+
 THEORY = config["theory"]
 THEORY_DIR = "results/theory"
 THEORY_SFA_RUN = f"{THEORY_DIR}/sfa/{{distribution}}/k{{k}}/seed{{seed}}"
@@ -60,7 +62,13 @@ rule theory_run_sfa:
         ENV
     threads: THREADS
     resources:
-        **job_resources(runtime=config["resources"]["sfa_runtime"], gpu=False),
+        # memory: from about 1 GB to tens of GB by law and k (sparselen/theory/memory.py)
+        **job_resources(runtime=config["resources"]["sfa_runtime"], gpu=False)
+        | {
+            "mem_mb": lambda w: sparselen.theory.memory.sfa_mem_mb(
+                {**THEORY_SHARED, "sfa": THEORY["sfa"]}, w.distribution, int(w.k)
+            )
+        },
     params:
         **THEORY_SHARED,
         sfa=THEORY["sfa"],
@@ -93,7 +101,7 @@ rule theory_table:
 
 rule theory_figure:
     input:
-        table=rules.theory_table.output.csv,
+        evals=RUN_TABLES["theory"]["evals"],
     output:
         png=report(
             "results/figures/theory.png",

@@ -21,8 +21,12 @@ VOCAB = ("<pad>", "+", "=", "$") + tuple("0123456789")
 PLUS, EQUALS, EOS = 1, 2, 3
 ZERO = 4
 SIZE = "operand digits n"
+ORIGIN = "ours"  # the coupling of Cho et al. 2024: a known-good reference
 
-IDS_DEPEND_ON_INPUT = False  # the ids follow from the operand length alone
+
+def ids_depend_on_input(**params) -> bool:
+    """The ids follow from the operand length alone."""
+    return False
 
 
 def control(**params) -> str:
@@ -33,6 +37,11 @@ def control(**params) -> str:
 def max_coupled_id(size: int, **params) -> int:
     """Largest coupled id of a sample of this size (before any training offset): ``+`` and ``$``."""
     return size + 2
+
+
+def max_first_lookup(size: int, **params) -> int:
+    """The first response id (digit 0's, 1) is one more than ``=``'s (0)."""
+    return 1
 
 
 def sample(sizes: torch.Tensor, g: torch.Generator) -> Samples:

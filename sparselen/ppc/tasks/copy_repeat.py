@@ -19,8 +19,12 @@ VOCAB = ("<pad>", ".", ">", "$") + SYMBOLS
 END, SEP, EOS = 1, 2, 3
 FIRST_SYMBOL = 4
 SIZE = "string length n"
+ORIGIN = "ours"
 
-IDS_DEPEND_ON_INPUT = False  # the ids follow from the length alone
+
+def ids_depend_on_input(**params) -> bool:
+    """The ids follow from the length alone."""
+    return False
 
 
 def control(**params) -> str:
@@ -31,6 +35,11 @@ def control(**params) -> str:
 def max_coupled_id(size: int, **params) -> int:
     """Largest coupled id of a sample of this size (before any training offset): the end mark."""
     return size + 1
+
+
+def max_first_lookup(size: int, **params) -> int:
+    """The first response id is one more than the separator's (0)."""
+    return 1
 
 
 def sample(sizes: torch.Tensor, g: torch.Generator, alphabet: int = 4) -> Samples:

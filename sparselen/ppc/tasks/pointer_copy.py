@@ -30,8 +30,12 @@ FIRST_SYMBOL = 2
 FIRST_KEY = FIRST_SYMBOL + len(SYMBOLS)
 FIRST_QUERY = FIRST_KEY + MAX_KEYS  # ``?k`` asks for the line of key k
 SIZE = "lines N"
+ORIGIN = "ours"
 
-IDS_DEPEND_ON_INPUT = True  # the first response id is that of the queried line
+
+def ids_depend_on_input(**params) -> bool:
+    """The first response id is that of the queried line."""
+    return True
 
 
 def max_prompt_len(lines: int, line_length=(3, 3)) -> int:
@@ -48,6 +52,20 @@ def max_coupled_id(size: int, line_length=(3, 3), **params) -> int:
     """Largest coupled id of a sample of this size (before any training offset): the prompt's
     last token, the query."""
     return max_prompt_len(size, line_length) - 1
+
+
+def max_first_lookup(size: int, line_length=(3, 3), **params) -> int:
+    """From the query back to the first line's key."""
+    return max_prompt_len(size, line_length) - 1
+
+
+def unit_starts(s: Samples) -> torch.Tensor:
+    """Prompt tokens before which id skips may fall: each line's key after the first, and the
+    query (a restated line keeps its ids consecutive)."""
+    keys = (s.tokens >= FIRST_KEY) & (s.tokens < FIRST_QUERY)
+    query = s.tokens >= FIRST_QUERY
+    t = torch.arange(s.tokens.shape[1])[None, :]
+    return (keys | query) & (t > 0) & (t < s.prompt_len[:, None])
 
 
 def sample(sizes: torch.Tensor, g: torch.Generator, num_keys: int = 32, alphabet: int = 4,

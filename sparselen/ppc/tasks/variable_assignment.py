@@ -30,19 +30,30 @@ EQ, SEMI, QUERY, SEP, EOS = 1, 2, 3, 4, 5
 ZERO = 6
 FIRST_VAR = 16
 SIZE = "program lines N"
+ORIGIN = "paper"  # "the efficacy of PPC is tested for ... variable assignment task" (a reviewer's summary)
 
 
 def max_prompt_len(lines: int, value_digits=(1, 1)) -> int:
     """Longest prompt of a program with this many lines (every line a longest constant)."""
     return lines * (3 + value_digits[1]) + 3
 
-IDS_DEPEND_ON_INPUT = True  # a response token's id is that of the line defining it
+
+def ids_depend_on_input(**params) -> bool:
+    """A response token's id is that of the line defining it, wherever the line is."""
+    return True
 
 
-def control(value_digits=(1, 1), **params) -> str:
-    """With one-digit constants every lookup is by content (the token after the defining
-    variable's ``=``), so coupling is not needed: the task is then a control."""
-    if value_digits[1] > 1:
+def found_by_content(value_digits=(1, 1), **params) -> bool:
+    """Whether every response token is found by content alone: the queried variable from the
+    query, each next token as the one after ``v =`` on the line defining the current variable
+    v, which holds as long as no constant has a second digit (a digit after a digit is found
+    by its place, not its content: copying it needs positions)."""
+    return value_digits[1] == 1
+
+
+def control(**params) -> str:
+    """A control when every response token is found by content (``found_by_content``): coupling is then not needed."""
+    if not found_by_content(**params):
         return ""
     return "one-digit constants: every lookup is by content, coupling is not needed"
 
@@ -51,6 +62,19 @@ def max_coupled_id(size: int, value_digits=(1, 1), **params) -> int:
     """Largest coupled id of a sample of this size (before any training offset): the prompt's
     last token, ``>``."""
     return max_prompt_len(size, value_digits) - 1
+
+
+def max_first_lookup(size: int, value_digits=(1, 1), **params) -> int:
+    """From ``>`` back to the first line of the program."""
+    return max_prompt_len(size, value_digits) - 1
+
+
+def unit_starts(s: Samples) -> torch.Tensor:
+    """Prompt tokens before which id skips may fall: each line's first token (its variable)
+    after the first line, and ``?`` (the response reads within one line at a time)."""
+    prev = torch.cat((torch.full_like(s.tokens[:, :1], SEMI), s.tokens[:, :-1]), dim=1)
+    t = torch.arange(s.tokens.shape[1])[None, :]
+    return (prev == SEMI) & (t > 0) & (t < s.prompt_len[:, None])
 
 
 def sample(sizes: torch.Tensor, g: torch.Generator, num_variables: int = 32, max_depth: int = 3,

@@ -1,0 +1,93 @@
+"""Sparse parity with a scratchpad: the running parity over the marked bits (docs/reconstruction.md, "Position coupling and PPC").
+
+Format [ours; the paper's task]: the sparse-parity sample of ``sparselen.parity.task``,
+``x_1 m_1 .. x_l m_l =`` (bits x_i, markers m_i ``+`` on k pairs S = {s_1 < .. < s_k} and ``-``
+elsewhere), then the scratchpad ``p_0 p_1 .. p_k``: p_0 = even (the parity of no bits), p_j the
+parity of p_{j-1} and x_{s_j}, so p_k, the last, is the answer. The scratchpad's symbols
+``even`` / ``odd`` are not the bits' ``0`` / ``1``: a lookup of a bit never finds one. The size
+is l (the sample length is 2l); k is uniform in ``k``, or every pair is marked with ``dense``.
+
+Coupled ids, shifted as in Cho et al. 2024: each response token that predicts an entry carries
+the id of the bit it must read next. Prompt: ``=`` 0, x_i 2i - 1, m_i 2i. Response: p_j
+(j < k) the id of x_{s_{j+1}}, so predicting p_{j+1} needs only p_j and the bit at p_j's own
+id (a local lookup at any length). p_k predicts nothing: its id (2l + 1, past the last pair)
+is neither trained nor scored (``Samples.id_mask``). The next id, "the next marked bit after
+mine", depends on the input: oracle coupling is handed it, PPC must predict it (the first one
+at ``=``, where the first ``+`` is). Dense, the ids are 1, 3, 5, ..: each the previous plus 2,
+the first one more than ``=``'s, whatever the bits: the reference on which PPC must match
+oracle coupling.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sparselen.parity.task import uniform_subsets
+from sparselen.ppc.samples import PAD, Samples, assemble
+
+VOCAB = ("<pad>", "0", "1", "-", "+", "=", "even", "odd")
+ZERO, ONE, MINUS, PLUS, QUERY, EVEN = 1, 2, 3, 4, 5, 6
+SIZE = "pairs l (sample length 2l)"
+ORIGIN = "paper"  # "the efficacy of PPC is tested for parity (with scratchpad)" (a reviewer's summary)
+
+
+def ids_depend_on_input(dense: bool = False, **params) -> bool:
+    """Sparse: the next id is the next marked bit, wherever it is; dense: the previous id plus 2."""
+    return not dense
+
+
+def control(**params) -> str:
+    """Never a control: which bit comes next is found by its marker and its order, not by content alone."""
+    return ""
+
+
+def max_coupled_id(size: int, **params) -> int:
+    """Largest coupled id of a sample of this size (before any training offset): the last token's."""
+    return 2 * size + 1
+
+
+def max_first_lookup(size: int, dense: bool = False, **params) -> int:
+    """Longest id distance from ``=`` to the first marked bit (the last pair's, at k = 1)."""
+    return 1 if dense else 2 * size - 1
+
+
+def unit_starts(s: Samples) -> torch.Tensor:
+    """Prompt tokens before which id skips may fall: each bit after the first (a pair keeps its
+    bit and marker adjacent)."""
+    t = torch.arange(s.tokens.shape[1])[None, :]
+    return (t >= 2) & (t % 2 == 0) & (t < s.prompt_len[:, None] - 1)  # bits of pairs 2..l
+
+
+def sample(sizes: torch.Tensor, g: torch.Generator, k=(1, 4), dense: bool = False) -> Samples:
+    """One sample per row with ``sizes[i]`` pairs and k uniform in ``k`` (every pair with ``dense``)."""
+    lo, hi = k
+    if not 1 <= lo <= hi:
+        raise ValueError(f"parity_scratchpad.k = {list(k)}: need 1 <= first <= second")
+    if not dense and hi > int(sizes.min()):
+        raise ValueError(f"parity_scratchpad.k = {list(k)}: a sample of {int(sizes.min())} pairs cannot hold "
+                         f"{hi} marked bits")
+    n, L = len(sizes), int(sizes.max())
+    rows = torch.arange(n)
+    marked = sizes.clone() if dense else torch.randint(lo, hi + 1, (n,), generator=g)
+    bits = torch.randint(0, 2, (n, L), generator=g)
+    support = uniform_subsets(sizes, marked, L, g)
+    i = torch.arange(L)[None, :]
+    t = torch.arange(2 * L + 1)[None, :]
+    pairs = torch.stack((bits + ZERO, torch.where(support, PLUS, MINUS)), dim=2).reshape(n, 2 * L)
+    prompt = torch.cat((pairs, torch.full((n, 1), PAD)), dim=1).masked_fill(t >= 2 * sizes[:, None], PAD)
+    prompt[rows, 2 * sizes] = QUERY
+    prompt_ids = torch.where(t < 2 * sizes[:, None], t + 1, 0)
+
+    K = int(marked.max())
+    order = torch.where(support, i, L).sort(dim=1).values[:, :K]  # marked pairs (0-based), in order
+    j = torch.arange(K + 1)[None, :]
+    read = bits.gather(1, order.clamp(max=L - 1)) * (j[:, :K] < marked[:, None])
+    running = torch.cat((torch.zeros(n, 1, dtype=torch.long), read.cumsum(dim=1) % 2), dim=1)
+    response = torch.where(j <= marked[:, None], running + EVEN, PAD)
+    next_bit = torch.cat((2 * order + 1, torch.zeros(n, 1, dtype=torch.long)), dim=1)  # x_i's id is 2i - 1
+    past_end = torch.where(j == marked[:, None], 2 * sizes[:, None] + 1, 0)
+    response_ids = torch.where(j < marked[:, None], next_bit, past_end)
+    s = assemble(prompt, prompt_ids, 2 * sizes + 1, response, response_ids, marked + 1)
+    s.id_mask = s.response_mask
+    s.id_mask[rows, s.length - 1] = False  # the answer predicts nothing: its id is free
+    return s

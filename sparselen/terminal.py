@@ -1,0 +1,154 @@
+"""What a run prints on the terminal: a line that says how many jobs and trainings it runs and
+where their logs are, one line per finished training (and per other job of a minute or more)
+with its time, a one-line note per failed job naming its log, and at the end the verdicts of
+the paper's claims in one table, the wall time and the report's path.
+
+Snakemake's ``--quiet rules`` (the workflow's default profile, ``profiles/default``) hides its
+job blocks; the scheduler's own lines ("Select jobs to execute...", progress counts, the job
+table) have no ``--quiet`` option of their own, so ``install`` puts a filter on Snakemake's
+logger that drops them and prints the lines above instead. The filter acts only in the main
+process of a real run whose quiet settings include ``rules``: dry runs, ``--quiet`` without
+``rules`` and the jobs' own Snakemake processes print what Snakemake prints.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from sparselen.layout import hms
+
+LONG_JOB_S = 60.0  # a job that is not a training gets its line when it takes at least this long
+RUN_FILE = "train_summary.json"  # every training writes one (sparselen.run.RunFiles)
+CLAIMS_CSV = Path("results/report/claims.csv")
+REPORT_HTML = Path("results/report/reproduction_report.html")
+DROPPED = ("Select jobs to execute...", "Assuming unrestricted shared filesystem usage", "Using shell:",
+           "Conda environments:")
+AFTER_SUMMARY = ("Complete log(s):", "Elapsed time:")  # the summary says where the report is and how long it took
+
+
+def _out(line: str = "") -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class Terminal(logging.Filter):
+    """A filter on Snakemake's logger: keeps its records or drops them, and prints this
+    module's lines (``workflow``: Snakemake's workflow object; ``clock``: seconds since some
+    origin, for tests)."""
+
+    def __init__(self, workflow, clock=time.monotonic):
+        super().__init__()
+        self.workflow, self.clock = workflow, clock
+        self.started = clock()
+        self.jobs: dict[int, tuple[str, bool, float]] = {}  # jobid -> (what, is a training, start)
+        self.done = self.total = 0
+        self.summarized = False
+
+    def active(self) -> bool:
+        from snakemake.settings.enums import Quietness
+
+        w = self.workflow
+        return w.is_main_process and not w.dryrun and Quietness.RULES in (w.output_settings.quiet or ())
+
+    def training_rule(self, name: str) -> bool:
+        try:
+            rule = self.workflow.get_rule(name)
+        except Exception:  # an unknown name: not one of ours
+            return False
+        return any(str(f).endswith(RUN_FILE) for f in rule.output)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.active():
+            return True
+        from snakemake_interface_logger_plugins.common import LogEvent
+
+        event, message = getattr(record, "event", None), str(record.msg or "")
+        if event == LogEvent.RUN_INFO:
+            stats = getattr(record, "stats", {}) or {}
+            self.total = int(stats.get("total", 0))
+            trainings = sum(n for rule, n in stats.items() if rule != "total" and self.training_rule(rule))
+            _out(f"sparselen: {self.total} jobs to run, {trainings} of them trainings; a line for each finished "
+                 f"training and each job of {LONG_JOB_S:.0f} s or more. Each job's log is under logs/.")
+            return False
+        if event == LogEvent.JOB_INFO:
+            wildcards = ", ".join(f"{k}={v}" for k, v in (getattr(record, "wildcards", None) or {}).items())
+            rule = record.rule_name
+            self.jobs[record.jobid] = (f"{rule} {wildcards}".strip(), self.training_rule(rule), self.clock())
+            return True  # Snakemake's quiet settings drop it
+        if event == LogEvent.JOB_FINISHED:
+            self.done += 1
+            what, training, start = self.jobs.pop(record.job_id, (message, False, self.clock()))
+            took = self.clock() - start
+            if training or took >= LONG_JOB_S:
+                _out(f"[{self.done:>{len(str(self.total))}}/{self.total}] {'trained' if training else 'finished'} "
+                     f"{what} in {hms(took)}")
+            return False
+        if event == LogEvent.JOB_ERROR:
+            logs = [str(f) for f in (getattr(record, "log", None) or [])]
+            what = self.jobs.get(record.jobid, (record.rule_name,))[0]
+            _out(f"FAILED {what}" + (f": see {', '.join(logs)}" if logs else ""))
+            return True
+        if event == LogEvent.GROUP_ERROR:  # a submission of several jobs (SLURM): its own log, then each job's
+            logs = [str(f) for f in (getattr(record, "aux_logs", None) or [])]
+            _out(f"FAILED group {getattr(record, 'groupid', '')}" + (f": see {', '.join(logs)}" if logs else ""))
+            return True
+        if event in (LogEvent.JOB_STARTED, LogEvent.PROGRESS, LogEvent.RESOURCES_INFO):
+            return False
+        if message.startswith(DROPPED):
+            return False
+        return not (self.summarized and message.startswith(AFTER_SUMMARY))
+
+    def summary(self, workdir=".") -> list[str]:
+        """The run's last lines: the verdicts (when this run wrote the claims table), the wall
+        time and the report's path."""
+        self.summarized = True
+        workdir = Path(workdir)
+        lines = []
+        claims = workdir / CLAIMS_CSV
+        wall = self.clock() - self.started
+        if claims.exists() and time.time() - claims.stat().st_mtime <= wall + 1:
+            lines += verdict_table(pd.read_csv(claims))
+        lines.append(f"Wall time {hms(wall)}.")
+        report = workdir / REPORT_HTML
+        if report.exists():
+            lines.append(f"Report: {report.resolve()} (also .md)")
+        return lines
+
+
+def verdict_table(claims: pd.DataFrame) -> list[str]:
+    """One line per claim: its id, its state and what decided it, in plain words; then the
+    counts, saying which claims this config cannot decide by its design."""
+    from sparselen.report.answer import counts_line
+
+    heads = claims[claims["group"] == "all"]
+    width = max(len(s) for s in heads["state"])
+    lines = ["", "The paper's claims on this run (details: the report):"]
+    lines += [f"  {h.claim:<3} {h.state:<{width}}  {h.answer}" for h in heads.itertuples()]
+    return lines + [counts_line(heads), ""]
+
+
+_TERMINAL: Terminal | None = None
+
+
+def install(workflow) -> None:
+    """Put the filter on Snakemake's logger (once per process; a workflow parsed again, as the
+    estimate does, replaces the one it watches)."""
+    global _TERMINAL
+    if _TERMINAL is None:
+        from snakemake.logging import logger
+
+        _TERMINAL = Terminal(workflow)
+        logger.addFilter(_TERMINAL)
+    _TERMINAL.workflow = workflow
+
+
+def finish() -> None:
+    """The run's last lines (the Snakefile's ``onsuccess``), when the filter is active."""
+    if _TERMINAL is not None and _TERMINAL.active():
+        for line in _TERMINAL.summary(os.getcwd()):
+            _out(line)

@@ -1,0 +1,29 @@
+"""`sparselen --help`: plain text, a version, the defaults, and words that say what is computed."""
+
+import pytest
+
+from sparselen import __version__
+from sparselen.cli import build_parser
+
+
+def helps() -> dict[str, str]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return {"": parser.format_help(), **{name: p.format_help() for name, p in sub.choices.items()}}
+
+
+def test_help_is_plain_text_with_the_defaults():
+    texts = helps()
+    assert set(texts) == {"", "estimate", "export-hf", "clean-checkpoints"}
+    for name, text in texts.items():
+        assert "``" not in text and "(default: None)" not in text and "(default: [])" not in text, name
+    estimate = " ".join(texts["estimate"].split())
+    assert "(default: 0.4)" in estimate and "(default: 2)" in estimate and "(default: 0.9)" in estimate
+    assert "predicted against the measured wall time of each job" in estimate
+    assert "(default: results)" in " ".join(texts["clean-checkpoints"].split())
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"sparselen {__version__}"
