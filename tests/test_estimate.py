@@ -119,10 +119,11 @@ def test_submissions_are_the_slurm_profiles(paper_jobs):
     language_runtime = load(PAPER)["resources"].get("language_runtime", runtime)
     language = df[df["rule"].isin(["language_train", "language_loss_by_position"])].groupby("submission")
     assert language.size().eq(2).all() and language["limit_min"].first().eq(language_runtime + 30).all()
-    parity = df[df["rule"].isin(["parity_train", "parity_evaluate"])]
-    assert (parity.groupby("job")["submission"].nunique() == 1).all()  # each model group in one submission
-    assert parity.groupby("submission").size().max() == 2 * 8
-    assert set(df.loc[df["submission"].isin(parity["submission"]), "limit_min"]) == {runtime + 10}
+    packed = df[df["group"] == tables.PACKED_GROUP]
+    assert set(packed["slice"]) == {"parity", "ppc", "theory"}
+    assert (packed.groupby("job")["submission"].nunique() == 1).all()  # each model group in one submission
+    assert packed.groupby("submission")["job"].nunique().max() == 8  # the profile's group-components
+    assert set(packed["limit_min"]) == {runtime + 10}  # a training and an evaluation, 8 side by side
     sfa = df[df["rule"] == "theory_run_sfa"]
     sfa_runtime = load(PAPER)["resources"]["sfa_runtime"]
     per_submission = sfa.groupby("submission").size()  # the profile's group-components: cpu_train
@@ -193,7 +194,10 @@ def test_packing_on_the_paper_config(capsys, paper_jobs, tmp_path_factory):
     packed = df[df["group"] == tables.PACKED_GROUP]
     assert set(packed["slice"]) == {"parity", "ppc", "theory"}
     runs = packed.assign(run=packed["slice"] + packed["job"]).groupby("submission")["run"].nunique()
-    assert runs.max() == 8 and runs.sum() == 30 + 144 + 54
+    cfg = load(PAPER)
+    ppc_runs = len(cfg["ppc"]["tasks"]) * len(cfg["ppc"]["schemes"]) * len(cfg["ppc"]["seeds"])
+    gpt_runs = (df["rule"] == "theory_run_gpt").sum()
+    assert runs.max() == 8 and runs.sum() == (df["rule"] == "parity_train").sum() + ppc_runs + gpt_runs
 
     overlay = tmp_path_factory.mktemp("unpacked") / "unpacked.yaml"
     overlay.write_text("packing: {jobs_per_gpu: 1}\n")

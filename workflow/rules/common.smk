@@ -118,8 +118,9 @@ def job_resources(
     `nodes` > 1: SLURM gives the job that many nodes, one task each, GPUs per node; `mpi` makes
     the executor run the job in the batch script (not in a one-task step), so the job's own
     `srun` can start a torchrun on every node (sparselen/distributed.py). `packed`: a small
-    model's job, which holds one slot of a shared GPU when JOBS_PER_GPU > 1 (see above); every
-    GPU job then learns JOBS_PER_GPU (`jobs_per_gpu`), so a whole-GPU job claims all slots.
+    model's job, which holds one slot of a shared GPU when JOBS_PER_GPU > 1 (see above) and
+    asks for resources.packed_mem_mb of host memory (unset: the job's memory); every GPU job
+    then learns JOBS_PER_GPU (`jobs_per_gpu`), so a whole-GPU job claims all slots.
     """
     minutes = runtime or config["resources"]["runtime"]
     res = {
@@ -132,6 +133,7 @@ def job_resources(
         res["jobs_per_gpu"] = JOBS_PER_GPU
     if packed and gpus and JOBS_PER_GPU > 1:
         res |= {"gres": "gpu:1", "gpu_slots": 1}
+        res["mem_mb"] = config["resources"].get("packed_mem_mb") or res["mem_mb"]
     elif nodes > 1:
         per_node = f" --gpus-per-node={gpus}" if gpus else ""
         res |= {
