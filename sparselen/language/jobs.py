@@ -97,7 +97,7 @@ def train(job) -> dict:
     process (``language.parallel``: processes per node x nodes) the step starts torchrun and
     runs again in each worker; the workers train the model data-parallel
     (``sparselen.distributed``)."""
-    p, run = job.params, Run.of(job)
+    run = Run.of(job)
     settings = parallel_settings(job)
     if settings["processes"] * settings["nodes"] > 1 and not DataParallel.launched():
         distributed.launch(job, settings["processes"], settings["nodes"])  # this step again, in each worker
