@@ -68,6 +68,17 @@ DESCRIPTION = ("Commands to run by hand beside the workflow (make run or snakema
                "(pilot), export a trained model to transformers, remove the checkpoints of finished trainings.")
 
 
+def positive_int(text: str) -> int:
+    """An argument that must be a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows an option's default where it has one (not for flags, nor where its absence means
     something the help says)."""
@@ -118,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "and writes a device profile for `sparselen estimate --gpu`")
     s.add_argument("--configfile", nargs="+", default=[],
                    help="config files as given to snakemake --configfile (without it: the checkout's config.yaml)")
-    s.add_argument("--steps", type=int, default=300, help="training steps per shape (the first of its run)")
+    s.add_argument("--steps", type=positive_int, default=300, help="training steps per shape (the first of its run)")
     s.add_argument("--out", default="pilot_profile.json", help="the device profile to write (JSON)")
     s.add_argument("--peak-tflops", type=float, default=None,
                    help="the device's peak TFLOP/s for MFU (default: config peak_tflops, else a GPU's datasheet "
