@@ -1,4 +1,4 @@
-"""The one batch format every task hands to the trainer."""
+"""The one batch format every task hands to the trainer, and the positions its loss reads."""
 
 from __future__ import annotations
 
@@ -23,9 +23,46 @@ class Batch:
     position_labels: torch.Tensor | None = None
 
     def to(self, device) -> "Batch":
-        return Batch(**{f.name: None if getattr(self, f.name) is None else getattr(self, f.name).to(device)
+        """On ``device``; to a GPU from pinned memory without blocking (``device.to_device``)."""
+        from sparselen.device import to_device
+
+        device = torch.device(device)
+        return Batch(**{f.name: None if getattr(self, f.name) is None else to_device(getattr(self, f.name), device)
                         for f in fields(self)})
 
     @property
     def num_tokens(self) -> int:
         return self.input_ids.numel()
+
+
+def labelled_positions(batch: Batch) -> torch.Tensor | None:
+    """Flat indices (into rows x positions) of the positions that carry a token or position
+    label, when they are at most half of them (parity and the theory's GPT runs label the
+    last token only); None when most positions are labelled. Computed from the host batch, so
+    selecting them on a GPU costs no synchronisation."""
+    labelled = batch.labels != IGNORE
+    if batch.position_labels is not None:
+        labelled = labelled | (batch.position_labels != IGNORE)
+    labelled = labelled.flatten()
+    if 2 * int(labelled.sum()) > labelled.numel():
+        return None
+    return labelled.nonzero().squeeze(1)
+
+
+def unembedded(model, batch: Batch, positions: torch.Tensor | None = None):
+    """(token logits, position logits or None, token labels, position labels or None), one row
+    per unembedded position: every position, or only ``positions`` (``labelled_positions``,
+    on the batch's device), whose hidden states alone go through the output heads."""
+    if positions is None:
+        logits, pos_logits = model(batch.input_ids, batch.position_ids)
+        logits, pos_logits = logits.flatten(0, 1), None if pos_logits is None else pos_logits.flatten(0, 1)
+
+        def labels(t):
+            return t.flatten()
+    else:
+        logits, pos_logits = model(batch.input_ids, batch.position_ids, positions=positions)
+
+        def labels(t):
+            return t.flatten().index_select(0, positions)
+    return logits, pos_logits, labels(batch.labels), None if batch.position_labels is None else labels(
+        batch.position_labels)

@@ -1,4 +1,4 @@
-"""The commands a user runs by hand: ``sparselen estimate | export-hf | clean-checkpoints``.
+"""The commands a user runs by hand: ``sparselen estimate | pilot | export-hf | clean-checkpoints``.
 The workflow's steps run through ``sparselen.jobs``, not through this CLI."""
 
 from __future__ import annotations
@@ -44,6 +44,12 @@ def estimate(args) -> int:
     return 1 if out["errors"] else 0
 
 
+def pilot(args) -> None:
+    from sparselen.pilot import pilot as run_pilot
+
+    run_pilot(args.configfile, args.steps, args.out, args.peak_tflops)
+
+
 def export_hf(args) -> None:
     from sparselen.hf_export import export_hf
 
@@ -58,8 +64,19 @@ def clean_checkpoints(args) -> None:
 
 
 DESCRIPTION = ("Commands to run by hand beside the workflow (make run or snakemake runs the experiments): "
-               "estimate a config's compute before launching it, export a trained model to transformers, remove "
-               "the checkpoints of finished trainings.")
+               "estimate a config's compute before launching it, measure its model shapes on your own device "
+               "(pilot), export a trained model to transformers, remove the checkpoints of finished trainings.")
+
+
+def positive_int(text: str) -> int:
+    """An argument that must be a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -107,6 +124,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--calibrate", default=None, metavar="OUT",
                    help="measure this machine's CPU profile, write it to OUT (JSON) and use it")
     s.set_defaults(func=estimate)
+    s = command("pilot", "before a campaign: a few hundred steps of each distinct model shape of a config on the "
+                "device its jobs will use; prints step time, tokens/s, MFU, peak memory and whether the loss fell, "
+                "and writes a device profile for `sparselen estimate --gpu`")
+    s.add_argument("--configfile", nargs="+", default=[],
+                   help="config files as given to snakemake --configfile (without it: the checkout's config.yaml)")
+    s.add_argument("--steps", type=positive_int, default=300, help="training steps per shape (the first of its run)")
+    s.add_argument("--out", default="pilot_profile.json", help="the device profile to write (JSON)")
+    s.add_argument("--peak-tflops", type=float, default=None,
+                   help="the device's peak TFLOP/s for MFU (default: config peak_tflops, else a GPU's datasheet "
+                        "bf16 peak by its name)")
+    s.set_defaults(func=pilot)
     s = command("export-hf", "write a trained model as a transformers GPTNeoXForCausalLM directory")
     s.add_argument("model", help="a model file written by training (model.pt)")
     s.add_argument("dir", help="output directory")

@@ -41,8 +41,12 @@ def schema_errors(config: dict, schema_path=SCHEMA) -> list[str]:
 
 
 def semantic_errors(config: dict) -> list[str]:
-    """Cross-key checks of every slice section present in ``config``."""
+    """Cross-key checks of every slice section present in ``config``, and of packing."""
     out = []
+    packing, gpus = config.get("packing", {}).get("jobs_per_gpu", 0), config.get("gpus_per_job", 0)
+    if packing > 1 and gpus > 1:
+        out.append(f"packing.jobs_per_gpu = {packing}: jobs share one GPU, but gpus_per_job = {gpus} gives each "
+                   "job several; set gpus_per_job: 1 or packing.jobs_per_gpu: 0")
     for name in SLICES:
         if name in config:
             out.extend(importlib.import_module(f"sparselen.{name}.checks").config_errors(config[name]))

@@ -29,12 +29,15 @@ def under_torchrun() -> bool:
     return int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
-def resolve_device(name: str = "auto", gpus: int = 0) -> torch.device:
+def resolve_device(name: str = "auto", gpus: int = 0, slots: int = 1, whole: bool = True,
+                   holder: str = "") -> torch.device:
     """``auto`` picks CUDA when present. Asking for CUDA without one is an error, not a
     fallback; so is ``auto`` finding none in a job that holds ``gpus`` > 0 GPUs (a CPU-only
     wheel or a node without a visible GPU would otherwise train on one CPU thread). ``auto`` or
-    ``cuda`` with several visible GPUs claims a free one (``gpu_slots``), so parallel jobs on
-    one machine do not all land on GPU 0; torchrun workers never claim."""
+    ``cuda`` with several visible GPUs, or GPUs of several ``slots`` (packing), claims a free
+    GPU or slot (``gpu_slots``; ``whole``: every slot of a GPU), so parallel jobs on one machine
+    do not all land on GPU 0; torchrun workers never claim. On CUDA, fp32 matrix products run
+    in TF32 (``enable_tf32``)."""
     requested = str(name)
     if requested == "auto":
         if not torch.cuda.is_available():
@@ -46,9 +49,29 @@ def resolve_device(name: str = "auto", gpus: int = 0) -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise no_gpu(str(name), gpus) if gpus > 0 else RuntimeError(
             f"device={name!r} was requested but CUDA is not available on this machine")
-    if device.type == "cuda" and device.index is None and torch.cuda.device_count() > 1 and not under_torchrun():
-        return torch.device("cuda", gpu_slots.claim(torch.cuda.device_count()))
+    if device.type == "cuda":
+        enable_tf32()
+        many = torch.cuda.device_count() > 1 or slots > 1
+        if device.index is None and many and not under_torchrun():
+            return torch.device("cuda", gpu_slots.claim(torch.cuda.device_count(), slots=slots, whole=whole,
+                                                        holder=holder))
     return device
+
+
+def enable_tf32() -> None:
+    """CUDA matrix products of fp32 tensors on the tensor cores in TF32 (10-bit mantissa), as
+    nanoGPT and OLMo-core train: what bf16 autocast leaves in fp32 and the code paths that do
+    not autocast. CUDA-only flags: CPU results do not change."""
+    torch.backends.cuda.matmul.allow_tf32 = True  # the flag torch.compile's inductor reads too
+    torch.backends.cudnn.allow_tf32 = True
+
+
+def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``t`` on ``device``: to a GPU from pinned host memory without blocking the host (the copy
+    overlaps the GPU's work on the step before); elsewhere a plain ``.to``."""
+    if device.type == "cuda" and t.device.type == "cpu":
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)
 
 
 def autocast(device: torch.device):

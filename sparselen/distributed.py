@@ -50,8 +50,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from sparselen import gpu_slots
-from sparselen.batch import IGNORE, Batch
-from sparselen.device import no_gpu, under_torchrun
+from sparselen.batch import IGNORE, Batch, unembedded
+from sparselen.device import enable_tf32, no_gpu, under_torchrun
 from sparselen.jobs import named
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,7 @@ class DataParallel:
             raise no_gpu(device, gpus)  # an explicit device: cpu trains on the CPU whatever the job holds
         dev = torch.device("cpu")
         if cuda:
+            enable_tf32()
             n, per_node = torch.cuda.device_count(), int(os.environ.get("LOCAL_WORLD_SIZE", world))
             dev = torch.device("cuda", local if n <= per_node else gpu_slots.claim(n))
             torch.cuda.set_device(dev)
@@ -135,10 +136,11 @@ class DataParallel:
         k = n // self.world_size
         return row_slice(batch, slice(self.rank * k, (self.rank + 1) * k))
 
-    def loss_fn(self, model, batch: Batch, n_labels: int, n_position_labels: int, position_loss_weight: float):
+    def loss_fn(self, model, batch: Batch, n_labels: int, n_position_labels: int, position_loss_weight: float,
+                positions=None):
         """This rank's loss, scaled so the ranks' averaged gradient is the global batch mean's.
         Parts: this rank's share of the global mean (they sum to it over ranks)."""
-        loss, parts = loss_share(model, batch, n_labels, n_position_labels, position_loss_weight)
+        loss, parts = loss_share(model, batch, n_labels, n_position_labels, position_loss_weight, positions)
         return loss * self.world_size, parts
 
     @contextlib.contextmanager
@@ -211,6 +213,7 @@ def launch(job, processes: int, nodes: int = 1) -> None:
     share of the job's threads."""
     spec = {"rule": job.rule, "input": named(job.input), "output": named(job.output),
             "params": named(job.params), "wildcards": named(job.wildcards), "config": dict(job.config),
+            "resources": named(getattr(job, "resources", {})),
             "threads": max(1, job.threads // processes)}
     path = Path(spec["params"]["checkpoint"]).with_suffix(".job.json")
     gpus = int(job.config.get("gpus_per_job", 0)) * processes
@@ -257,18 +260,19 @@ def row_slice(batch: Batch, rows: slice) -> Batch:
     return Batch(**{name: None if t is None else t[rows] for name, t in vars(batch).items()})
 
 
-def loss_share(model, batch: Batch, n_labels: int, n_position_labels: int, position_loss_weight: float):
+def loss_share(model, batch: Batch, n_labels: int, n_position_labels: int, position_loss_weight: float,
+               positions=None):
     """``batch``'s share of the mean loss of a larger batch it is part of, whose labelled tokens
     and position ids number ``n_labels`` and ``n_position_labels``: its summed losses over those
     counts, so the shares of the parts (ranks, micro-steps) add up to the mean and their
-    gradients to its gradient. Parts: the shares of the token and position losses."""
-    logits, pos_logits = model(batch.input_ids, batch.position_ids)
-    tok = F.cross_entropy(logits.flatten(0, 1).float(), batch.labels.flatten(), ignore_index=IGNORE,
-                          reduction="sum") / max(n_labels, 1)
+    gradients to its gradient. Parts: the shares of the token and position losses.
+    ``positions``: only those are unembedded (``sparselen.batch.unembedded``)."""
+    logits, pos_logits, labels, position_labels = unembedded(model, batch, positions)
+    tok = F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="sum") / max(n_labels, 1)
     parts, loss = {"token_loss": tok.detach()}, tok
-    if pos_logits is not None and batch.position_labels is not None:
-        pos = F.cross_entropy(pos_logits.flatten(0, 1).float(), batch.position_labels.flatten(),
-                              ignore_index=IGNORE, reduction="sum") / max(n_position_labels, 1)
+    if pos_logits is not None and position_labels is not None:
+        pos = F.cross_entropy(pos_logits, position_labels, ignore_index=IGNORE, reduction="sum") / max(
+            n_position_labels, 1)
         parts["position_loss"] = pos.detach()
         loss = loss + position_loss_weight * pos
     return loss, parts

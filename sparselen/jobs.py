@@ -8,9 +8,10 @@ script calls ``run(snakemake)``, which maps the rule ``<slice>_<step>`` to the f
 ``job.log``, ``job.config``); ``Job`` below builds the same thing by hand, for tests and for
 calling a step from Python without Snakemake.
 
-Runtime knobs (``device``, ``compile``, ``threads``) do not change the numbers a job computes,
-so no rule passes them as params (a change would rerun jobs) and no config hash contains
-them: a job reads them from ``job.config`` through ``runtime``.
+Runtime knobs (``device``, ``compile``, ``threads``, ``checkpoint_minutes``, ``peak_tflops``)
+do not change the numbers a job computes, so no rule passes them as params (a change would
+rerun jobs) and no config hash contains them: a job reads them from ``job.config`` through
+``runtime``, and its share of a GPU (``packing``) from its resources.
 """
 
 from __future__ import annotations
@@ -34,12 +35,18 @@ class Runtime:
     compile: bool
     threads: int
     gpus: int = 0  # GPUs the job holds (config ``gpus_per_job``)
+    checkpoint_minutes: float = 0.0  # config ``checkpoint_minutes``: the least time between checkpoints
+    peak_flops: float = 0.0  # config ``peak_tflops`` x 1e12: the device's peak for MFU; 0: its datasheet's
+    slots_per_gpu: int = 1  # resources ``jobs_per_gpu``: jobs that share one GPU (sparselen/packing.py)
+    packed: bool = False  # resources ``gpu_slots``: the job holds one slot of a GPU, not all of them
+    name: str = ""  # the job (rule and wildcards), written into the GPU slot it holds
 
     @functools.cached_property
     def device(self) -> torch.device:
         """Resolved on first use, so a job that only launches workers (``language.parallel``)
         never claims a GPU the workers need."""
-        return resolve_device(self.device_name, self.gpus)
+        return resolve_device(self.device_name, self.gpus, self.slots_per_gpu, whole=not self.packed,
+                              holder=self.name)
 
 
 def named(ns) -> dict:
@@ -48,9 +55,13 @@ def named(ns) -> dict:
 
 
 def runtime(job) -> Runtime:
-    """The job's runtime knobs from the top of the validated config."""
-    c = job.config
-    return Runtime(str(c["device"]), bool(c["compile"]), int(c["threads"]), int(c.get("gpus_per_job", 0)))
+    """The job's runtime knobs from the top of the validated config, its GPU share from its
+    resources (workflow/rules/common.smk ``job_resources``)."""
+    c, res = job.config, named(getattr(job, "resources", {}))
+    wildcards = " ".join(f"{k}={v}" for k, v in named(job.wildcards).items())
+    return Runtime(str(c["device"]), bool(c["compile"]), int(c["threads"]), int(c.get("gpus_per_job", 0)),
+                   float(c.get("checkpoint_minutes", 0)), 1e12 * float(c.get("peak_tflops", 0)),
+                   int(res.get("jobs_per_gpu", 1)), int(res.get("gpu_slots", 0)) > 0, f"{job.rule} {wildcards}".strip())
 
 
 @dataclass
@@ -63,14 +74,17 @@ class Job:
     params: SimpleNamespace = field(default_factory=SimpleNamespace)
     wildcards: SimpleNamespace = field(default_factory=SimpleNamespace)
     log: list = field(default_factory=list)
+    resources: dict = field(default_factory=dict)
     threads: int = 1
     config: dict = field(default_factory=lambda: {"device": "cpu", "compile": False, "threads": 1})
 
     @classmethod
-    def of(cls, rule: str, *, input=None, output=None, params=None, wildcards=None, config=None) -> "Job":
+    def of(cls, rule: str, *, input=None, output=None, params=None, wildcards=None, config=None,
+           resources=None) -> "Job":
         """``Job.of("parity_table", input={"evals": [...]}, output={"csv": ..., "md": ...})``."""
         ns = lambda d: SimpleNamespace(**(d or {}))  # noqa: E731
-        job = cls(rule, ns(input), ns(output), ns(params), ns({k: str(v) for k, v in (wildcards or {}).items()}))
+        job = cls(rule, ns(input), ns(output), ns(params), ns({k: str(v) for k, v in (wildcards or {}).items()}),
+                  resources=dict(resources or {}))
         if config is not None:
             job.config = {**job.config, **config}
         return job

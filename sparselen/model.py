@@ -181,10 +181,19 @@ class Decoder(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def flops_per_token(self, seq_len: int) -> float:
-        """Approximate training FLOPs per token (6N + attention), for throughput reports."""
-        c = self.cfg
-        return 6 * self.num_parameters() + 12 * c.n_layer * c.d_model * seq_len
+    def flops_per_token(self, seq_len: float) -> float:
+        """Training FLOPs per token of sequences of ``seq_len`` tokens, counted as
+        ``sparselen.estimate.flops`` counts them (MFU, the pilot): 3 x a forward pass (backward
+        = 2 x forward) of every matrix product (2 FLOPs per weight of each linear layer, output
+        heads included; embeddings are lookups) and causal attention over (seq_len + 1) / 2
+        keys on average (4 d_model FLOPs per key and layer)."""
+        matmul = sum(m.weight.numel() for m in self.modules() if isinstance(m, nn.Linear))
+        return 3 * (2 * matmul + self.cfg.n_layer * 4 * self.cfg.d_model * (seq_len + 1) / 2)
+
+    @staticmethod
+    def select(h: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
+        """Hidden states (B, T, d) at ``positions`` (flat indices into B x T), or all of them."""
+        return h if positions is None else h.flatten(0, 1).index_select(0, positions)
 
 
 class GPTNeoX(Decoder):
@@ -236,15 +245,20 @@ class GPTNeoX(Decoder):
             raise ValueError("a model with id_embedding needs position_ids")
         return self.gpt_neox.embed_position_ids(position_ids)
 
-    def forward(self, input_ids, position_ids=None, cache=None, last_only=False):
+    def forward(self, input_ids, position_ids=None, cache=None, last_only=False, positions=None):
+        """(token logits, PPC position logits or None), (B, T, .); ``positions``: flat indices
+        (rows x positions) of the only positions to unembed (``sparselen.batch.labelled_positions``),
+        giving (len(positions), .)."""
         h = self.hidden_states(input_ids, position_ids, cache, last_only)
-        logits = self.lm_head(h)
+        logits = self.lm_head(self.select(h, positions))
         if self.position_head is None:
             return logits, None
         own = self._id_embedding(position_ids)
         if own is not None and last_only:
             own = own[:, -1:]
-        return logits, self.position_head(h if own is None else h + own)
+        if own is not None:
+            h = h + own.expand_as(h)
+        return logits, self.position_head(self.select(h, positions))
 
     def input_embeddings(self) -> nn.Embedding:
         return self.gpt_neox.embed_in

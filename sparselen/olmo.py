@@ -239,8 +239,10 @@ class Olmo(Decoder):
             x = layer(x, rope, None if cache is None else cache[i], last_only and i == last)
         return self.model.norm(x)
 
-    def forward(self, input_ids, position_ids=None, cache=None, last_only=False):
-        return self.lm_head(self.hidden_states(input_ids, position_ids, cache, last_only)), None
+    def forward(self, input_ids, position_ids=None, cache=None, last_only=False, positions=None):
+        """``positions``: flat indices (rows x positions) of the only positions to unembed
+        (``sparselen.batch.labelled_positions``): logits (len(positions), vocabulary)."""
+        return self.lm_head(self.select(self.hidden_states(input_ids, position_ids, cache, last_only), positions)), None
 
     def input_embeddings(self) -> nn.Embedding:
         return self.model.embed_tokens

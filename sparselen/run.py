@@ -60,12 +60,21 @@ class Run:
     files: RunFiles
     runtime: Runtime
     code: tuple[str, ...] = ()  # its slice's training modules (sparselen.resumable.training_code)
+    log_name: str = ""  # the job's name in its log and benchmark files (``log_name``): the ledger's key
 
     @classmethod
     def of(cls, job) -> "Run":
         slice_ = job.rule.partition("_")[0]
-        return cls(identity(job), typed_wildcards(job), RunFiles.of(job), runtime(job), training_code(slice_))
+        return cls(identity(job), typed_wildcards(job), RunFiles.of(job), runtime(job), training_code(slice_),
+                   log_name(job))
 
-    @property
-    def seed(self) -> int:
-        return self.wildcards["seed"]
+
+def log_name(job) -> str:
+    """``<slice>/<step>/<job>`` of a rule's log ``logs/<slice>/<step>/<job>.log``, which its
+    benchmark file ``results/benchmarks/<slice>/<step>/<job>.tsv`` repeats (tests/test_estimate.py
+    checks every rule's); "" for a job without a log."""
+    logs = list(job.log)
+    if not logs:
+        return ""
+    path = Path(logs[0])
+    return str(path.relative_to("logs").with_suffix("")) if path.parts[0] == "logs" else ""

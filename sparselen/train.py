@@ -1,11 +1,17 @@
 """One trainer for every experiment: AdamW, linear warm-up/decay, PoSE, micro-steps,
-checkpoints, resume.
+checkpoints, resume, and the fast path a GPU expects.
 
 Tasks hand in ``batch_fn(step) -> Batch``, a pure function of the step, and the model is
 initialised from the seed; with the optimizer and schedule state in the checkpoint, a run
 killed at any point and started again ends with exactly the weights of an uninterrupted run
 (``tests/test_train.py`` kills one with SIGKILL to check). Model files and checkpoints are
 ``sparselen.modelfile`` files (safetensors + JSON: nothing is unpickled on loading).
+
+On CUDA (and only there, so CPU results stay bit for bit): fused AdamW, TF32 for what stays
+fp32 (``sparselen.device.enable_tf32``), batches copied from pinned memory without blocking,
+the loss's cross-entropy upcast by autocast instead of a copy of the logits, and where at most
+half the positions carry a label only those are unembedded (``sparselen.batch``). Every log row
+and the summary carry the model FLOP utilisation (MFU) when the device's peak is known.
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ from tqdm import tqdm
 
 from sparselen import io, modelfile
 from sparselen.architectures import build_model
-from sparselen.batch import IGNORE, Batch
-from sparselen.device import autocast
+from sparselen.batch import IGNORE, Batch, labelled_positions, unembedded
+from sparselen.device import autocast, enable_tf32
+from sparselen.device import to_device as device_copy
 from sparselen.distributed import DataParallel, label_counts, loss_share, row_slice
 from sparselen.model import GPTNeoX, ModelConfig
 from sparselen.positions import pose_position_ids
@@ -60,6 +67,7 @@ class TrainConfig:
     pose_target_length: int = 0
     position_loss_weight: float = 1.0
     micro_batch: int = 0  # rows per forward/backward pass of one process; 0 (or >= its rows): one pass
+    schedule_steps: int = 0  # length of the learning-rate schedule; 0: steps (the pilot trains a run's first steps)
 
     @classmethod
     def from_section(cls, train: dict, seed: int, pose: dict | None = None, **overrides) -> "TrainConfig":
@@ -84,22 +92,38 @@ def lr_lambda(cfg: OptimConfig, total_steps: int) -> Callable[[int], float]:
     return f
 
 
-def make_optimizer(model: torch.nn.Module, cfg: OptimConfig) -> torch.optim.Optimizer:
-    """AdamW; no weight decay on biases and LayerNorm weights (the HF Trainer convention)."""
+def make_optimizer(model: torch.nn.Module, cfg: OptimConfig, fused: bool = False) -> torch.optim.Optimizer:
+    """AdamW; no weight decay on biases and LayerNorm weights (the HF Trainer convention).
+    ``fused``: one kernel for all parameters (CUDA); else torch's default (foreach)."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         (no_decay if p.ndim < 2 else decay).append(p)
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, **({"fused": True} if fused else {}))
 
 
-def loss_fn(model: GPTNeoX, batch: Batch, position_loss_weight: float = 1.0):
-    """Token cross-entropy on labelled positions (+ weighted PPC position-id loss)."""
-    logits, pos_logits = model(batch.input_ids, batch.position_ids)
-    loss = F.cross_entropy(logits.flatten(0, 1).float(), batch.labels.flatten(), ignore_index=IGNORE)
+def place_step_counters(opt: torch.optim.Optimizer, fused: bool) -> None:
+    """After loading a checkpoint's optimizer state: AdamW's step counters where this run's
+    optimizer needs them: fused, as float32 on each parameter's device; else on the host, where
+    foreach AdamW reads them without a device synchronisation per parameter. The checkpoint's
+    own ``fused`` flag (the device it was written on) gives way to this run's."""
+    for group in opt.param_groups:
+        group["fused"] = fused or None
+        for p in group["params"]:
+            st = opt.state.get(p, {})
+            if torch.is_tensor(st.get("step")):
+                st["step"] = st["step"].to(p.device, torch.float32) if fused else st["step"].cpu()
+
+
+def loss_fn(model: GPTNeoX, batch: Batch, position_loss_weight: float = 1.0, positions=None):
+    """Token cross-entropy on labelled positions (+ weighted PPC position-id loss); under
+    autocast the cross-entropy runs in fp32 (autocast upcasts its input); ``positions``: only
+    those are unembedded (``sparselen.batch.unembedded``)."""
+    logits, pos_logits, labels, position_labels = unembedded(model, batch, positions)
+    loss = F.cross_entropy(logits, labels, ignore_index=IGNORE)
     parts = {"token_loss": loss.detach()}
-    if pos_logits is not None and batch.position_labels is not None:
-        pos_loss = F.cross_entropy(pos_logits.flatten(0, 1).float(), batch.position_labels.flatten(), ignore_index=IGNORE)
+    if pos_logits is not None and position_labels is not None:
+        pos_loss = F.cross_entropy(pos_logits, position_labels, ignore_index=IGNORE)
         parts["position_loss"] = pos_loss.detach()
         loss = loss + position_loss_weight * pos_loss
     return loss, parts
@@ -130,11 +154,13 @@ def backward(fwd, wrapped, batch: Batch, cfg: TrainConfig, device: torch.device,
     local until the last micro-step."""
     own = batch if parallel is None else parallel.rows(batch)
     if not cfg.micro_batch or cfg.micro_batch >= own.input_ids.shape[0]:
+        on_device, positions = to_device(own, device)
         with autocast(device):
             if parallel is None:
-                loss, parts = loss_fn(fwd, own.to(device), cfg.position_loss_weight)
+                loss, parts = loss_fn(fwd, on_device, cfg.position_loss_weight, positions)
             else:  # loss normalised by the global label counts
-                loss, parts = parallel.loss_fn(fwd, own.to(device), *label_counts(batch), cfg.position_loss_weight)
+                loss, parts = parallel.loss_fn(fwd, on_device, *label_counts(batch), cfg.position_loss_weight,
+                                               positions)
         loss.backward()
         return loss.detach(), parts
     counts, share = label_counts(batch), loss_share if parallel is None else parallel.loss_fn
@@ -143,12 +169,23 @@ def backward(fwd, wrapped, batch: Batch, cfg: TrainConfig, device: torch.device,
     for i, piece in enumerate(pieces):
         last = i == len(pieces) - 1
         with contextlib.nullcontext() if parallel is None or last else parallel.no_sync(wrapped):
+            on_device, positions = to_device(piece, device)
             with autocast(device):
-                loss, parts = share(fwd, piece.to(device), *counts, cfg.position_loss_weight)
+                loss, parts = share(fwd, on_device, *counts, cfg.position_loss_weight, positions)
             loss.backward()
         total = total + loss.detach()
         sums = {k: sums.get(k, 0.0) + v for k, v in parts.items()}
     return total, sums
+
+
+def to_device(batch: Batch, device: torch.device) -> tuple[Batch, torch.Tensor | None]:
+    """The batch on ``device`` and, on CUDA, its labelled positions when they are few
+    (``sparselen.batch.labelled_positions``: the loss then unembeds only them); on a CPU every
+    position, as always."""
+    if device.type != "cuda":
+        return batch.to(device), None
+    positions = labelled_positions(batch)
+    return batch.to(device), None if positions is None else device_copy(positions, device)
 
 
 def micro_batch_errors(key: str, micro: int, rows: int, rows_key: str) -> list[str]:
@@ -174,12 +211,14 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
 
     The hash of ``run.identity`` (everything that defines the run's numbers: ``sparselen.run``),
     the model config and the code's fingerprint guard resume against a checkpoint of another
-    configuration or code. Runtime knobs (``run.runtime``: device, ``compile``, threads) are
-    not part of them: switching them keeps the checkpoint. Writes the model file (weights,
-    model config, provenance, step log), the log CSV and the summary (the run's wildcards, the
-    step it resumed from and the provenance) atomically at the end. The checkpoint is written
-    every ``checkpoint_every`` steps and at the last step, and never removed here (``sparselen.resumable``), so a kill at any point, even
-    after every output is written, resumes, with nothing left to train after the last step.
+    configuration or code. Runtime knobs (``run.runtime``: device, ``compile``, threads,
+    checkpoint_minutes) are not part of them: switching them keeps the checkpoint. Writes the
+    model file (weights, model config, provenance, step log), the log CSV and the summary (the
+    run's wildcards, the step it resumed from, throughput and MFU, the provenance) atomically
+    at the end. The checkpoint is written at every ``checkpoint_every``-th step at least
+    ``run.runtime.checkpoint_minutes`` after the last one (or the start), and at the last step,
+    and never removed here (``sparselen.resumable``), so a kill at any point, even after every
+    output is written, resumes, with nothing left to train after the last step.
 
     ``parallel`` (``sparselen.distributed``, under torchrun): each rank takes its rows of the
     same global batch and the update is that of one process on the whole batch; only rank 0
@@ -190,12 +229,15 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     chash, code = config_hash(identity), code_fingerprint(*run.code)
     arch = json.loads(json.dumps(model_cfg.to_dict()))  # as the checkpoint's JSON header holds it
     checkpoint = files.checkpoint
+    cuda = device.type == "cuda"
+    if cuda:
+        enable_tf32()
     torch.manual_seed(cfg.seed)
     model = build_model(model_cfg).to(device)
     main = parallel is None or parallel.is_main
     wrapped = model if parallel is None else parallel.wrap(model)  # before the optimizer (FSDP2 shards in place)
-    opt = make_optimizer(model, cfg.optim)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.optim, cfg.steps))
+    opt = make_optimizer(model, cfg.optim, fused=cuda)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.optim, cfg.schedule_steps or cfg.steps))
     step, rows = 0, []
     if checkpoint.exists():
         state = modelfile.load_state(checkpoint, device)
@@ -207,6 +249,7 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
                 opt.load_state_dict(state["optimizer"])
             else:
                 parallel.load_state_dicts(model, opt, state["model"], state["optimizer"])
+            place_step_counters(opt, fused=cuda)
             sched.load_state_dict(state["scheduler"])
             step, rows = state["step"], state["log"]
             log.info("resumed from %s at step %d", checkpoint, step)
@@ -215,6 +258,8 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
                         checkpoint, " and ".join(differ), theirs["config"], theirs["code"], chash, code)
     resumed_from = step
     fwd = torch.compile(wrapped) if run.runtime.compile else wrapped
+    peak = peak_flops(run.runtime, device)
+    world = 1 if parallel is None else parallel.world_size
 
     def state_dicts():
         return (model.state_dict(), opt.state_dict()) if parallel is None else parallel.state_dicts(model, opt)
@@ -227,8 +272,10 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
                                               "model_config": arch})
 
     model.train()
-    t_last, tokens_since = time.perf_counter(), 0
-    t_start = time.perf_counter()
+    flops_per_token = {}  # sequence length -> the model's training FLOPs per token
+    t_last, tokens_since, flops_since = time.perf_counter(), 0, 0.0
+    t_start = t_saved = time.perf_counter()
+    tokens_run, flops_run = 0, 0.0
     # a bar on a terminal only: a job's stderr is its log file, which gets the per-step log lines instead
     bar = tqdm(total=cfg.steps, initial=step, desc=f"train {model_cfg.scheme} seed {cfg.seed}",
                file=sys.stderr, mininterval=1.0, dynamic_ncols=True, disable=not (main and sys.stderr.isatty()))
@@ -242,30 +289,41 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
         opt.step()
         sched.step()
         step += 1
+        seq_len = batch.input_ids.shape[1]
+        if seq_len not in flops_per_token:
+            flops_per_token[seq_len] = model.flops_per_token(seq_len)
         tokens_since += batch.num_tokens
+        flops_since += batch.num_tokens * flops_per_token[seq_len]
         if step % cfg.log_every == 0 or step == cfg.steps:
             now = time.perf_counter()
             parts = {k: float(v) for k, v in parts.items()} if parallel is None else parallel.global_sum(parts)
             total = loss.item() if parallel is None else (  # global means: the ranks' parts sum to them
                 parts["token_loss"] + cfg.position_loss_weight * parts.get("position_loss", 0.0))
-            row = {"step": step, "loss": total, "lr": lr, "tokens_per_s": tokens_since / max(now - t_last, 1e-9)}
+            seconds = max(now - t_last, 1e-9)
+            row = {"step": step, "loss": total, "lr": lr, "tokens_per_s": tokens_since / seconds}
+            if peak:
+                row["mfu"] = flops_since / seconds / world / peak
             row.update(parts)
             rows.append(row)
-            t_last, tokens_since = now, 0
+            tokens_run, flops_run = tokens_run + tokens_since, flops_run + flops_since
+            t_last, tokens_since, flops_since = now, 0, 0.0
             bar.set_postfix(loss=f"{row['loss']:.4f}", lr=f"{lr:.2e}", tok_s=f"{row['tokens_per_s']:.0f}")
             if main:
-                log.info("step %d/%d loss %.5f lr %.3e tokens/s %.0f", step, cfg.steps, row["loss"], lr,
-                         row["tokens_per_s"])
+                log.info("step %d/%d loss %.5f lr %.3e tokens/s %.0f%s", step, cfg.steps, row["loss"], lr,
+                         row["tokens_per_s"], f" MFU {row['mfu']:.3f}" if peak else "")
         bar.update(1)
-        if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+        if step == cfg.steps or (step % cfg.checkpoint_every == 0
+                                 and time.perf_counter() - t_saved >= 60 * run.runtime.checkpoint_minutes):
             save_checkpoint()
+            t_saved = time.perf_counter()
     bar.close()
     wall = time.perf_counter() - t_start
     extra = {} if parallel is None else {"world_size": parallel.world_size, "parallel": parallel.strategy}
     prov = provenance(identity, cfg.seed, device, steps=cfg.steps, run=identity, **extra)
     model_sd, _ = state_dicts()
     summary = {**run.wildcards, "resumed_from_step": resumed_from, "final_loss": rows[-1]["loss"] if rows else None,
-               "wall_seconds_this_run": wall, "parameters": model.num_parameters(), **prov}  # FSDP2: global numel
+               "wall_seconds_this_run": wall, "parameters": model.num_parameters(),  # FSDP2: global numel
+               **throughput(tokens_run, flops_run, wall, world, peak), "job_name": run.log_name, **prov}
     if main:
         modelfile.save_model(files.model, model_sd, model_cfg, prov, rows)
         import pandas as pd
@@ -275,6 +333,29 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     if parallel is not None:
         parallel.barrier()  # no rank leaves before the outputs exist
     return summary
+
+
+def peak_flops(runtime, device: torch.device) -> float:
+    """The device's peak FLOP/s for MFU: the config's ``peak_tflops``, else a GPU's datasheet
+    bf16 peak when its name is known (``sparselen.estimate.profiles.datasheet_peak``); 0 (no
+    MFU) otherwise."""
+    if runtime.peak_flops:
+        return runtime.peak_flops
+    if device.type != "cuda":
+        return 0.0
+    from sparselen.estimate.profiles import datasheet_peak
+
+    return datasheet_peak(torch.cuda.get_device_name(device)) or 0.0
+
+
+def throughput(tokens: int, flops: float, seconds: float, world: int, peak: float) -> dict:
+    """A run's tokens/s, model FLOP/s per device and MFU over its wall time (start-up and
+    checkpoints included: what the job costs); no MFU without a peak."""
+    seconds = max(seconds, 1e-9)
+    out = {"tokens_per_s": tokens / seconds, "model_flops_per_s": flops / seconds / world}
+    if peak:
+        out |= {"peak_flops": peak, "mfu": out["model_flops_per_s"] / peak}
+    return out
 
 
 def load_model(path, device: torch.device = torch.device("cpu")) -> tuple[GPTNeoX, dict]:

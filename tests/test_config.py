@@ -106,6 +106,10 @@ def test_semantic_errors():
     errors = "\n".join(semantic_errors(cfg))
     assert "parity.train.lengths = [50, 20]" in errors
     assert "parity.pose.target_length = 100" in errors
+    cfg = load()
+    cfg["gpus_per_job"], cfg["packing"]["jobs_per_gpu"] = 2, 4
+    assert semantic_errors(cfg) == ["packing.jobs_per_gpu = 4: jobs share one GPU, but gpus_per_job = 2 gives each "
+                                    "job several; set gpus_per_job: 1 or packing.jobs_per_gpu: 0"]
 
 
 def test_ppc_runs_are_schemes_or_named_variants():

@@ -81,6 +81,19 @@ def test_every_job_of_the_dag_is_priced(request, which):
     assert len(set(benches)) == len(benches), [b for b, n in Counter(benches).items() if n > 1]
 
 
+def test_every_jobs_log_and_benchmark_share_its_name(smoke_dag):
+    """logs/<name>.log and results/benchmarks/<name>.tsv: a training's summary records the name
+    (sparselen.run.log_name), by which the ledger finds its MFU."""
+    from sparselen.jobs import Job
+    from sparselen.run import log_name
+
+    named = [j for j in smoke_dag if j.bench]
+    assert all(j.log == f"logs/{j.bench}.log" for j in named), [(j.log, j.bench) for j in named
+                                                                 if j.log != f"logs/{j.bench}.log"]
+    train = next(j for j in named if j.rule == "parity_train")
+    assert log_name(Job.of(train.rule)) == "" and log_name(Job(train.rule, log=[train.log])) == train.bench
+
+
 def test_a_rule_without_a_cost_fails_naming_it(monkeypatch, capsys, smoke_dag):
     """Before any output, naming the function the rule's slice must define."""
     import sparselen.parity.cost as parity_cost
@@ -97,13 +110,20 @@ def test_a_rule_without_a_cost_fails_naming_it(monkeypatch, capsys, smoke_dag):
 
 
 def test_submissions_are_the_slurm_profiles(paper_jobs):
-    """A model's training and evaluations are one submission whose limit adds their runtimes;
-    the SFA runs share submissions (group-components) and run side by side, so a submission's
-    limit is one run's."""
+    """A model's training and evaluations are one submission whose limit adds their runtimes: a
+    language model's alone, the small models' 8 to a submission (packing), side by side, so the
+    limit is one model group's; the SFA runs share submissions (group-components) and run side
+    by side, so a submission's limit is one run's."""
     df = tables.estimate(load(PAPER), paper_jobs, None, profiles.CPU_DEFAULT)
     runtime = load(PAPER)["resources"]["runtime"]
-    parity = df[df["rule"].isin(["parity_train", "parity_evaluate"])].groupby("submission")
-    assert parity.size().eq(2).all() and parity["limit_min"].first().eq(runtime + 10).all()
+    language_runtime = load(PAPER)["resources"].get("language_runtime", runtime)
+    language = df[df["rule"].isin(["language_train", "language_loss_by_position"])].groupby("submission")
+    assert language.size().eq(2).all() and language["limit_min"].first().eq(language_runtime + 30).all()
+    packed = df[df["group"] == tables.PACKED_GROUP]
+    assert set(packed["slice"]) == {"parity", "ppc", "theory"}
+    assert (packed.groupby("job")["submission"].nunique() == 1).all()  # each model group in one submission
+    assert packed.groupby("submission")["job"].nunique().max() == 8  # the profile's group-components
+    assert set(packed["limit_min"]) == {runtime + 10}  # a training and an evaluation, 8 side by side
     sfa = df[df["rule"] == "theory_run_sfa"]
     sfa_runtime = load(PAPER)["resources"]["sfa_runtime"]
     per_submission = sfa.groupby("submission").size()  # the profile's group-components: cpu_train
@@ -128,6 +148,75 @@ def test_attempts_and_resubmissions():
     assert tables.attempts_needed(1e9, 0, 0, 0, 1800, 0) == math.inf
     # checkpoints every 10 min, 30 min limit, no retries: each command's attempt saves 30 min
     assert tables.attempts_needed(6000, 6000, 100, 10, 1800, 0, retries=0) == 4
+    # ... at least 20 min apart (checkpoint_minutes): each attempt saves 20 min
+    assert tables.attempts_needed(6000, 6000, 100, 10, 1800, 0, retries=0, checkpoint_minutes=20) == 5
+
+
+def test_compilation_is_priced_where_it_is_applied():
+    """torch.compile applies to training (the trainer compiles), not to evaluation: a training
+    job pays compile_s once per attempt and compiled per-layer step overheads; an evaluation
+    job neither."""
+    compiled, eager = profiles.gpu_profile("h100", compile=True), profiles.gpu_profile("h100", compile=False)
+    shape = flops.Shape(6, 512, 2048, 6)
+    train = flops.Work().add("train", 1000, 1e15, shape)
+    evaluation = flops.Work().add("forward", 1000, 1e14, shape)
+    assert compiled.call_layer_s == eager.call_layer_s and compiled.step_layer_s < eager.step_layer_s
+    assert flops.seconds(evaluation, compiled) == flops.seconds(evaluation, eager)
+    t = flops.seconds(train, compiled)
+    assert t["restart_seconds"] == compiled.job_s + compiled.compile_s
+    assert t["busy_seconds"] == pytest.approx(1e15 / compiled.rate(512))
+    assert flops.seconds(evaluation, compiled)["restart_seconds"] == compiled.job_s
+
+
+def test_packed_jobs_share_their_gpus_arithmetic():
+    """A level of packed jobs runs in layers of jobs_per_gpu, longest first; a layer takes its
+    longest job or, when they keep the GPU busier than that, the sum of their FLOP time."""
+    import pandas as pd
+
+    g = pd.DataFrame({"level": [0, 0, 0, 1], "seconds": [10.0, 8.0, 6.0, 1.0], "train_seconds": [9.0, 7.0, 5.0, 0.0],
+                      "busy_seconds": [1.0, 1.0, 1.0, 0.5]})
+    assert tables.submission_seconds(g, None) == (11.0, 9.0)  # unpacked: side by side on their own GPUs
+    assert tables.submission_seconds(g, 2) == (10 + 6 + 1, 9 + 5 + 0)
+    g["busy_seconds"] = [7.0, 6.0, 1.0, 0.5]  # the first layer keeps the GPU busy for 13 s
+    need, train = tables.submission_seconds(g, 2)
+    assert need == 13 + 6 + 1 and train == pytest.approx(9 * 13 / 10 + 5)
+
+
+def test_packing_on_the_paper_config(capsys, paper_jobs, tmp_path_factory):
+    """paper.yaml on an H100: the small models' groups go 8 to a submission that holds one GPU,
+    as Snakemake forms them (dag: the SLURM profile's group-components); the figures without
+    packing are those of the DAG with packing.jobs_per_gpu 1 (each model group a submission);
+    with packing, fewer submissions and GPU-hours."""
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    t = tables.report(load(PAPER), paper_jobs, gpu, cpu)
+    assert t["jobs_per_gpu"] == 8
+    df, subs = t["jobs"], t["submissions"]
+    packed = df[df["group"] == tables.PACKED_GROUP]
+    assert set(packed["slice"]) == {"parity", "ppc", "theory"}
+    runs = packed.assign(run=packed["slice"] + packed["job"]).groupby("submission")["run"].nunique()
+    cfg = load(PAPER)
+    ppc_runs = len(cfg["ppc"]["tasks"]) * len(cfg["ppc"]["schemes"]) * len(cfg["ppc"]["seeds"])
+    gpt_runs = (df["rule"] == "theory_run_gpt").sum()
+    assert runs.max() == 8 and runs.sum() == (df["rule"] == "parity_train").sum() + ppc_runs + gpt_runs
+
+    overlay = tmp_path_factory.mktemp("unpacked") / "unpacked.yaml"
+    overlay.write_text("packing: {jobs_per_gpu: 1}\n")
+    files = (*PAPER, overlay)
+    unpacked_cfg = load(files)
+    unpacked = tables.estimate(unpacked_cfg, plan.plan(unpacked_cfg, workflow_jobs(tmp_path_factory, files)), gpu, cpu)
+    assert tables.PACKED_GROUP not in set(unpacked["group"])
+    gpu_rows = unpacked[unpacked["device"] == "gpu"]
+    without, with_ = t["packing"].iloc[0], t["packing"].iloc[1]
+    assert without["gpu_submissions"] == gpu_rows["submission"].nunique()
+    assert without["submissions"] == unpacked["submission"].nunique()
+    assert without["gpu_hours"] == pytest.approx(gpu_rows["device_seconds"].sum() / 3600)
+    assert with_["gpu_submissions"] == without["gpu_submissions"] - runs.sum() + len(runs)
+    assert with_["gpu_hours"] < without["gpu_hours"]
+    # a packed submission holds one GPU for its wall time: less than its model groups one by one
+    sub = subs[subs["packed"]].iloc[0]
+    assert sub["gpu_hours"] < df[df["submission"] == sub["submission"]]["seconds"].sum() / 3600
+    out = capsys.readouterr().out
+    assert "Assumptions:" in out and "Packing: 8 model groups" in out and "with packing (what the workflow submits)" in out
 
 
 def test_profiles():
@@ -176,7 +265,7 @@ def test_a_language_model_on_several_gpus(capsys, paper_dag, paper_jobs):
     eight = tables.estimate(cfg, jobs, gpu, cpu, dp_efficiency=0.8)
     train = one["rule"] == "language_train"
     assert (eight.loc[train, "devices"] == 8).all() and (eight.loc[~train, "devices"] == 1).all()
-    start = gpu.job_s
+    start = gpu.job_s + gpu.compile_s  # start-up and compilation, paid by every device
     assert ((eight.loc[train, "seconds"] - start) * 8 * 0.8).to_numpy() == pytest.approx(
         (one.loc[train, "seconds"] - start).to_numpy())
     # GPU-hours: the one-device work over the efficiency, plus every device's start-up
@@ -184,7 +273,7 @@ def test_a_language_model_on_several_gpus(capsys, paper_dag, paper_jobs):
         ((one.loc[train, "seconds"] - start) / 0.8 + 8 * start).to_numpy())
     assert eight.loc[~train, "seconds"].to_numpy() == pytest.approx(one.loc[~train, "seconds"].to_numpy())
     tables.report(cfg, jobs, gpu, cpu, dp_efficiency=0.8)
-    assert "devices x 0.8" in capsys.readouterr().out
+    assert "n devices run n x 0.8 as fast as one" in capsys.readouterr().out
 
 
 def test_quick_calibration_and_command(tmp_path, capsys, monkeypatch):

@@ -4,6 +4,7 @@ the rendered report (the claims themselves: test_claims.py)."""
 import json
 
 import pandas as pd
+import pytest
 
 from sparselen.jobs import Job, run
 from sparselen.report import hyperparams, ledger
@@ -60,6 +61,23 @@ def test_ledger_from_benchmark_files(tmp_path):
     assert f.loc["all", "peak_rss_mb"] == 500
     assert f.loc["parity", "eval_share"] == 0.1 and f.loc["all", "eval_share"] == 0.1
     assert pd.isna(f.loc["ppc", "eval_share"])  # no training: no share
+
+
+def test_the_ledger_shows_the_mfu_a_training_reports(tmp_path):
+    """A training's summary names its job (its log's and benchmark's name) and its MFU: the
+    rule's row shows the mean over its trainings that report one; rules without any, none."""
+    bench = tmp_path / "results/benchmarks"
+    for seed, mfu in ((0, 0.2), (1, 0.4), (2, None)):
+        write_bench(bench / f"parity/train/K4_seed{seed}.tsv", 10.0, 300.0, 9.0)
+        run = tmp_path / f"results/parity/K4/seed{seed}"
+        run.mkdir(parents=True)
+        summary = {"job_name": f"parity/train/K4_seed{seed}", **({"mfu": mfu} if mfu is not None else {})}
+        (run / "train_summary.json").write_text(json.dumps(summary))
+    write_bench(bench / "parity/evaluate/K4_seed0.tsv", 4.0, 100.0, 4.0)
+    rows = ledger.read_benchmarks(bench).set_index(["step", "job"])
+    assert rows.loc[("train", "K4_seed0"), "mfu"] == 0.2 and pd.isna(rows.loc[("train", "K4_seed2"), "mfu"])
+    rules = ledger.per_rule(ledger.read_benchmarks(bench)).set_index("step")
+    assert rules.loc["train", "mfu"] == pytest.approx(0.3) and pd.isna(rules.loc["evaluate", "mfu"])
 
 
 def fake_run(results, slice_, tok_s, params):

@@ -246,3 +246,76 @@ def test_language_transfer_on_a_simulated_gpu_equals_the_cpu_run(smoke_run, tmp_
                 "induction": cpu / "induction.csv"}
     for name, path in outputs.items():
         pd.testing.assert_frame_equal(pd.read_csv(path), pd.read_csv(expected[name]), obj=name)
+
+
+def parity_run(out, device: str, steps: int = 6):
+    """A small parity training through the trainer, on ``device`` (in a simulation if cuda)."""
+    from sparselen.jobs import Runtime
+    from sparselen.parity.task import VOCAB, training_batches
+    from sparselen.run import Run, RunFiles
+    from sparselen.train import OptimConfig, TrainConfig, train
+
+    mc = ModelConfig(vocab_size=len(VOCAB), n_layer=1, n_head=2, d_model=32, d_ff=64, scheme="rope")
+    tc = TrainConfig(steps=steps, batch_size=8, checkpoint_every=3, log_every=3, optim=OptimConfig(lr=3e-3, warmup_steps=2))
+    files = RunFiles(out / "model.pt", out / "log.csv", out / "summary.json", out / "ckpt.pt")
+    return train(mc, tc, training_batches(0, 8, [6, 12], 2), Run({"run": 0}, {"seed": 0}, files,
+                                                                   Runtime(device, False, 1)))
+
+
+def test_the_cuda_training_path_trains_as_the_cpu_path(tmp_path):
+    """On the simulated GPU the trainer takes its CUDA path: fused AdamW, batches through pinned
+    memory (a no-op here) without blocking, and parity's last-token labels unembedded alone.
+    The weights match the CPU path's up to float rounding (the fused kernel, the head's
+    smaller product), and a checkpoint resumes on the simulated GPU with AdamW's step
+    counters as float32 on the device, as the fused kernel needs them."""
+    from sparselen import modelfile
+    from sparselen.batch import labelled_positions
+    from sparselen.parity.task import training_batches
+    from sparselen.train import to_device
+
+    batch = training_batches(0, 8, [6, 12], 2)(0)
+    assert len(labelled_positions(batch)) == 8  # one label per row: the loss reads 8 of 8 x T positions
+    (tmp_path / "cpu").mkdir()
+    parity_run(tmp_path / "cpu", "cpu")
+    with simulate(1):
+        on_device, positions = to_device(batch, CUDA)
+        assert on_device.input_ids.is_cuda and positions.is_cuda and torch.equal(positions.cpu(), labelled_positions(batch))
+        assert to_device(batch, CPU)[1] is None  # the CPU path unembeds every position, as ever
+        (tmp_path / "gpu").mkdir()
+        parity_run(tmp_path / "gpu", "cuda")
+        state = modelfile.load_state(tmp_path / "gpu/ckpt.pt")
+        assert all(g["fused"] for g in state["optimizer"]["param_groups"])
+    cpu, gpu = (modelfile.load_state(tmp_path / d / "model.pt")["model"] for d in ("cpu", "gpu"))
+    assert max(float((cpu[k] - gpu[k]).abs().max()) for k in cpu) < 1e-5
+    assert not all(torch.equal(cpu[k], gpu[k]) for k in cpu)  # another code path, not the CPU's
+
+
+def test_a_resumed_optimizer_keeps_its_step_counters_where_it_reads_them():
+    """A checkpoint's optimizer state, loaded onto the GPU as the trainer loads it: resumed by a
+    fused AdamW, its step counters become float32 on the device, where the fused kernel reads
+    them; resumed by a foreach AdamW (no fused), they go to the host, where it reads them
+    without a device synchronisation per parameter (load_state_dict leaves them on the device)."""
+    from sparselen.train import OptimConfig, make_optimizer, place_step_counters
+
+    def stepped(device, fused):
+        model = tiny().train().to(device)
+        opt = make_optimizer(model, OptimConfig(), fused=fused)
+        model(torch.zeros(1, 4, dtype=torch.long, device=device))[0].sum().backward()
+        opt.step()
+        return opt
+
+    with simulate(1):
+        state = stepped("cpu", False).state_dict()
+        loaded = {**state, "state": {i: {k: t.to("cuda") for k, t in st.items()} for i, st in state["state"].items()}}
+        opt = stepped("cuda", True)
+        opt.load_state_dict(loaded)
+        place_step_counters(opt, fused=True)
+        steps = [s["step"] for s in opt.state.values()]
+        assert all(s.is_cuda and s.dtype == torch.float32 for s in steps) and all(g["fused"] for g in opt.param_groups)
+        opt.step()  # the fused kernel accepts them
+        opt = stepped("cuda", False)
+        opt.load_state_dict(loaded)
+        assert all(s["step"].is_cuda for s in opt.state.values())
+        place_step_counters(opt, fused=False)
+        assert not any(s["step"].is_cuda for s in opt.state.values()) and not any(g["fused"] for g in opt.param_groups)
+        opt.step()

@@ -1,14 +1,18 @@
 """Cluster execution: the smoke config through `snakemake --executor slurm` on a real
 two-node SLURM (tests/slurm/cluster.sh, Debian's packages), with the project's profile.
 
-The SLURM run asks for GPUs (config gpus_per_job=1), so each model's training+evaluation
-submission requests one GPU, scheduled on one of the cluster's two fake GPUs (the job itself
-runs on CPU), while the data and aggregation submissions request none. Its outputs must equal a
-local run's. Runs when root and the packages are installable, else skips with the reason.
+The SLURM run asks for GPUs (config gpus_per_job=1) and packs the small models (config
+packing): the parity models' training+evaluation groups share one submission that requests one
+GPU, scheduled on one of the cluster's two fake GPUs, two of them side by side, each in a slot
+of it (the jobs run on a simulated GPU: SPARSELEN_SIMULATE_CUDA), while the data and
+aggregation submissions request none; `sparselen estimate` predicts those submissions. Its
+outputs must equal a local run's. Runs when root and the packages are installable, else skips
+with the reason.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -20,6 +24,7 @@ import pytest
 import torch
 import yaml
 
+from sparselen import simulated_cuda
 from sparselen.modelfile import load_state
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,12 +38,13 @@ TEST_CLUSTER_ARGS = ["--slurm-status-command", "squeue", "--slurm-init-seconds-b
                      "--slurm-keep-successful-logs"]
 
 
-def snakemake(workdir: Path, *args: str, target: str = TARGET, overlays: tuple = ()) -> subprocess.CompletedProcess:
+def snakemake(workdir: Path, *args: str, target: str = TARGET, overlays: tuple = (),
+              env: dict | None = None) -> subprocess.CompletedProcess:
     configfiles = [*SMOKE, *overlays]
     cmd = ["timeout", "-k", "30", str(TIMEOUT), sys.executable, "-m", "snakemake", target,
            "-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--workflow-profile", "none", *args,
            "--configfile", *map(str, configfiles)]  # no default profile: dry runs list every job
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 60)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT + 60, env={**os.environ, **(env or {})})
     assert proc.returncode == 0, f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-4000:]}"
     return proc
 
@@ -55,12 +61,13 @@ def resources_by_rule(dry_run_output: str) -> dict[str, str]:
 
 
 def test_gpu_requests_follow_the_config(tmp_path):
-    """Training/evaluation ask for a GPU only when gpus_per_job > 0; data and aggregation never."""
+    """Training/evaluation ask for a GPU only when gpus_per_job > 0 (parity's, a slot of a shared
+    one: tests/test_packing.py); data and aggregation never."""
     res = {gpus: resources_by_rule(snakemake(tmp_path, "-n", "--config", f"gpus_per_job={gpus}").stdout)
            for gpus in (0, 1)}
     for rule in ("parity_train", "parity_evaluate"):
-        assert "gpu=1" in res[1][rule] and "runtime=" in res[1][rule] and "mem_mb=" in res[1][rule], res[1][rule]
-        assert "gpu=" not in res[0][rule], res[0][rule]
+        assert "gres=gpu:1" in res[1][rule] and "runtime=" in res[1][rule] and "mem_mb=" in res[1][rule], res[1][rule]
+        assert "gpu" not in res[0][rule], res[0][rule]
     for rule in ("parity_eval_data", "parity_table", "parity_figure"):
         assert "gpu=" not in res[1].get(rule, ""), res[1][rule]
 
@@ -100,33 +107,60 @@ def equal_outputs(a: Path, b: Path, n_models: int) -> None:
 
 @pytest.mark.slurm
 def test_smoke_config_on_slurm_matches_local_run(slurm_cluster, tmp_path):
+    from sparselen.config import load
+    from sparselen.estimate import plan, profiles, tables
+    from sparselen.estimate.dag import workflow_jobs
+
     smoke = yaml.safe_load(SMOKE[1].read_text())["parity"]
     n_models = len(smoke["K_train"]) * len(smoke["seeds"])
+    packed = tmp_path / "packed.yaml"  # 2 jobs a GPU, on the simulated GPU of each job
+    packed.write_text(yaml.safe_dump({"device": "auto", "gpus_per_job": 1, "packing": {"jobs_per_gpu": 2},
+                                      "resources": {"mem_mb": 1000}}))
+    env = {simulated_cuda.ENV: "1"}
 
-    snakemake(tmp_path / "local", "--cores", "2")
+    snakemake(tmp_path / "local", "--cores", "2", overlays=(packed,), env=env)
     start = time.monotonic()
     proc = snakemake(tmp_path / "slurm", "--profile", str(REPO / "workflow" / "profiles" / "slurm"),
-                     *TEST_CLUSTER_ARGS, "--config", "gpus_per_job=1")
+                     *TEST_CLUSTER_ARGS, overlays=(packed,), env=env)
     elapsed = time.monotonic() - start
 
     # The plugin's log: one sbatch per group component, each with its SLURM job id and log.
     submitted = re.findall(r"submitted with SLURM jobid (\d+) \(log: (\S+)\)", proc.stdout + proc.stderr)
     groups = {job_id: Path(log).parent.name for job_id, log in submitted}
     print(f"\nSLURM run: {elapsed:.0f} s wall; job ids: {groups}")
-    kinds = sorted(name.split("_")[1] for name in groups.values())
-    assert kinds == sorted(["data", "aggregate"] + ["model"] * n_models), groups
+    kinds = sorted(name.split("_", 1)[1] for name in groups.values())
+    assert kinds == ["aggregate", "data", "packed_model"], groups  # the parity models: one submission
     for job_id, log in submitted:
         assert Path(log).is_file(), f"no SLURM log {log}"
 
-    # SLURM's own record (MinJobAge keeps finished jobs): each completed, GPUs where asked.
+    # what `sparselen estimate` predicts the workflow submits for this target: the same
+    files = [*SMOKE, packed]
+    with contextlib.chdir(tmp_path):
+        dag_jobs = workflow_jobs(files, targets=(TARGET,))
+    subs = tables.submissions(tables.estimate(load(files), plan.plan(load(files), dag_jobs), None,
+                                              profiles.CPU_DEFAULT), jobs_per_gpu=2)
+    assert subs["packed"].sum() == 1 and subs.loc[subs["packed"], "runs"].item() == n_models
+
+    # SLURM's own record (MinJobAge keeps finished jobs): each completed, one GPU where asked.
     listed = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i %T", "-j", ",".join(groups)],
                             capture_output=True, text=True, check=True).stdout.split()
     assert dict(zip(listed[::2], listed[1::2])) == {job_id: "COMPLETED" for job_id in groups}
     for job_id, name in groups.items():
         info = scontrol(job_id)
         assert "JobState=COMPLETED" in info and "ExitCode=0:0" in info, info
-        wants_gpu = name.startswith("group_model")
+        wants_gpu = name.startswith("group_packed_model")
         assert ("JOB_GRES=gpu:1" in info) == wants_gpu, f"job {job_id} ({name}):\n{info}"
+        if wants_gpu:  # one GPU, and a CPU for each of the two jobs side by side
+            assert "NumCPUs=2" in info, info
+            packed_id = job_id
+
+    # the 4 trainings ran in that one allocation, two at a time on slots 0 and 1 of its GPU
+    slots = []
+    for log in (tmp_path / "slurm/logs/parity/train").glob("*.log"):
+        m = re.search(r"using GPU 0 \(CUDA id \w+\), slot (\d) of 2 \(\S+/slurm-(\d+)\)", log.read_text())
+        assert m, log.read_text()[-2000:]
+        slots.append(m.groups())
+    assert len(slots) == n_models and {job for _, job in slots} == {packed_id} and {s for s, _ in slots} == {"0", "1"}
 
     equal_outputs(tmp_path / "local", tmp_path / "slurm", n_models)
     assert (tmp_path / "slurm" / "results" / "figures" / "parity.png").stat().st_size > 0

@@ -37,7 +37,7 @@ def overlay(tmp_path, steps: int, every: int):
     p = smoke_config()["parity"]
     model = {**p["model"], "n_layer": 2, "n_head": 4, "d_model": 64, "d_ff": 256}
     train = {**p["train"], "steps": steps, "checkpoint_every": every, "log_every": every, "lengths": [20, 50]}
-    cfg = {"resources": {"runtime": 1, "mem_mb": 2000},
+    cfg = {"resources": {"runtime": 1, "mem_mb": 2000}, "checkpoint_minutes": 0,
            "parity": {"K_train": [2], "seeds": [0], "model": model, "train": train,
                       "pose": {**p["pose"], "target_length": 51}}}
     path = tmp_path / f"overlay-{steps}.yaml"

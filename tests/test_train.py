@@ -39,7 +39,7 @@ def train_job(out, steps=600, checkpoint_every=10, compile=False, **runtime) -> 
             "output": {"model": str(out / "model.pt"), "log_csv": str(out / "log.csv"),
                        "summary": str(out / "summary.json")},
             "params": {**params, "checkpoint": str(out / "ckpt.pt")},
-            "config": {"device": "cpu", "compile": compile, "threads": 1, **runtime}}
+            "config": {"device": "cpu", "compile": compile, "threads": 1, "checkpoint_minutes": 0, **runtime}}
 
 
 def train_cmd(out, **kw):
@@ -242,3 +242,58 @@ def test_a_micro_batch_that_does_not_divide_the_rows_is_named_before_any_job():
     errors = "\n".join(semantic_errors(cfg))
     assert "parity.micro_batch = 5: must divide parity.train.batch_size = 64" in errors
     assert "language.micro_batch_tokens = 1024: below one long-context row (2048 tokens)" in errors
+
+
+def test_checkpoints_are_at_least_checkpoint_minutes_apart(tmp_path, monkeypatch):
+    """checkpoint_every 10 of 40 steps: a checkpoint at each multiple with checkpoint_minutes 0;
+    with minutes that no step reaches, only the last step's (so a run of minutes keeps one)."""
+    import sparselen.modelfile as modelfile
+
+    real = modelfile.save_state
+    for minutes, expected in ((0, [10, 20, 30, 40]), (5, [40])):
+        saved = []
+        monkeypatch.setattr(modelfile, "save_state",
+                            lambda path, state: ("optimizer" in state and saved.append(state["step"])) or real(path, state))
+        out = tmp_path / f"m{minutes}"
+        out.mkdir()
+        run_job(train_job(out, steps=40, checkpoint_minutes=minutes))
+        assert saved == expected, (minutes, saved)
+
+
+def test_mfu_is_logged_and_summarised_against_the_given_peak(tmp_path):
+    """peak_tflops (a runtime knob) gives MFU on any device: every log row's and the summary's
+    model FLOP/s (Decoder.flops_per_token) over the peak; without it a CPU run reports none."""
+    import pandas as pd
+
+    from sparselen.model import GPTNeoX, ModelConfig
+
+    run_job(train_job(tmp_path, steps=20, checkpoint_every=20, peak_tflops=0.05))
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    log_rows = pd.read_csv(tmp_path / "log.csv")
+    assert log_rows["mfu"].between(0, 1).all() and (log_rows["mfu"] > 0).all()
+    assert summary["peak_flops"] == 0.05e12
+    assert summary["mfu"] == pytest.approx(summary["model_flops_per_s"] / 0.05e12)
+    assert summary["job_name"] == ""  # a job without a log file (the ledger's key comes from it)
+    model = GPTNeoX(ModelConfig(vocab_size=6, scheme="pose", **PARAMS["model"]))
+    # sequences of 2l + 1 tokens, 2l in 10..20: the model's FLOPs per token between the extremes
+    per_token = summary["model_flops_per_s"] / summary["tokens_per_s"]
+    assert model.flops_per_token(11) <= per_token <= model.flops_per_token(21)
+    run_job(train_job(tmp_path / "none", steps=10, checkpoint_every=10))
+    assert "mfu" not in json.loads((tmp_path / "none/summary.json").read_text())
+
+
+def test_flops_per_token_is_the_estimates_count():
+    """The trainer's MFU and the estimate count the same FLOPs: 3 x the estimate's forward pass
+    per token, for a GPT-NeoX with the PPC position head and an OLMo."""
+    from sparselen.estimate.flops import Shape
+    from sparselen.model import GPTNeoX, ModelConfig
+
+    cfg = ModelConfig(vocab_size=40, n_layer=2, n_head=2, d_model=32, d_ff=48, scheme="ppc", max_position_id=63,
+                      id_embedding=True)
+    shape = Shape(2, 32, 48, 40, extra_head=64)
+    assert GPTNeoX(cfg).flops_per_token(17) == pytest.approx(3 * shape.forward_flops_per_token(17))
+    olmo = model_config({"architecture": "olmo", "variant": "kempner_c4", "n_layer": 2, "n_head": 2, "d_model": 32,
+                         "d_ff": 128}, 50, scheme="rope")
+    from sparselen.architectures import build_model
+
+    assert build_model(olmo).flops_per_token(9) == pytest.approx(3 * Shape(2, 32, 128, 50).forward_flops_per_token(9))

@@ -85,8 +85,10 @@ def test_one_laws_training_retrains_only_that_laws_gpt_runs(smoke_run, tmp_path)
 
 
 def test_runtime_knobs_rerun_nothing(smoke_run, tmp_path):
-    """device, compile and threads are not experiment identity: switching them plans no job."""
-    cfg = smoke_overlay() | {"device": "auto", "compile": True, "threads": 2}
+    """device, compile, threads, checkpoint_minutes, peak_tflops and packing are not experiment
+    identity: switching them plans no job."""
+    cfg = smoke_overlay() | {"device": "auto", "compile": True, "threads": 2, "checkpoint_minutes": 0,
+                             "peak_tflops": 100, "packing": {"jobs_per_gpu": 3, "gpu_memory_gib": 24}}
     assert counts(dry_run_jobs(smoke_run, "all", configfile=overlay(tmp_path, cfg))) == {}
 
 

@@ -6,9 +6,10 @@ prices each with its slice's cost function (``sparselen/<slice>/cost.py``), ``fl
 the work, ``memory`` predicts each pass's peak memory (checked against ``tracker``'s CPU
 measurements, benchmarks/memory.py), ``profiles`` turns the work into seconds on a named GPU
 (datasheet bf16 peak x an assumed utilization, and its memory) or a measured profile
-(``calibrate``; benchmarks/calibrate.py), and ``tables`` prints hours and memory per slice and
-per job type, warns where a SLURM submission would exceed its time limit (with the
-resubmissions resuming from checkpoints would take), names the jobs that cannot succeed (over
-their device's memory, or never finishing) and sets the prediction against a finished run's
-benchmark files.
+(``calibrate``; benchmarks/calibrate.py; ``sparselen pilot``), and ``tables`` prints hours and
+memory per slice and per job type, GPU-hours and submissions with and without packing (small
+models sharing a GPU: ``sparselen.packing``), the assumptions behind them, warns where a SLURM
+submission would exceed its time limit (with the resubmissions resuming from checkpoints would
+take), names the jobs that cannot succeed (over their device's memory, or never finishing) and
+sets the prediction against a finished run's benchmark files.
 """

@@ -87,8 +87,8 @@ def calibrate(quick: bool = False, threads: int = 1, device: str = "cpu") -> Pro
                 for _ in range(reps):
                     model(x)
                 fwd_rows.append((L, d, shape.forward(B, T), (clock() - t) / reps))
-    peak, d0, step_s, step_layer_s = _fit(train_rows)
-    _, _, call_s, call_layer_s = _fit(fwd_rows, peak=peak, d0=d0)  # forward passes share the FLOP rate
+    peak, d0, step_s, step_layer_s = fit(train_rows)
+    _, _, call_s, call_layer_s = fit(fwd_rows, peak=peak, d0=d0)  # forward passes share the FLOP rate
 
     job_s, model_job, aggregate_job = job_costs(device, threads, quick)
     units = dict(UNITS)
@@ -150,7 +150,7 @@ def job_costs(device: str, threads: int, quick: bool) -> tuple[float, float, flo
     return job_s, model_job, (table + figure) / 2
 
 
-def _fit(rows, peak=None, d0=None):
+def fit(rows, peak=None, d0=None):
     """Least squares (relative errors) for t = flops (d + d0) / (P d) + c0 + n_layer c1, over a
     grid of d0 (or with P and d0 given)."""
     import numpy as np

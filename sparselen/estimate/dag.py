@@ -32,6 +32,7 @@ class DagJob:
     submission: str  # the SLURM submission: its group job, or the job alone (a name)
     level: int  # its place in the submission: jobs of one level run side by side, levels in turn
     limit_min: float  # the submission's time limit at attempt 1 (Snakemake's runtime of its group job)
+    log: str = ""  # its log file
 
     @property
     def slice(self) -> str:
@@ -42,9 +43,10 @@ class DagJob:
         return " ".join(f"{k}={v}" for k, v in vars(self.wildcards).items())
 
 
-def workflow_jobs(configfiles=(), profile: Path = PROFILE) -> list[DagJob]:
+def workflow_jobs(configfiles=(), profile: Path = PROFILE, targets=("all",)) -> list[DagJob]:
     """Every job ``snakemake --profile workflow/profiles/slurm --configfile configfiles...``
-    would run for ``all`` from scratch (``config.yaml`` when no file is given, as ``load``)."""
+    would run for ``targets`` (``all``) from scratch (``config.yaml`` when no file is given, as
+    ``load``)."""
     import yaml
 
     from sparselen.config import DEFAULT_CONFIG
@@ -54,11 +56,11 @@ def workflow_jobs(configfiles=(), profile: Path = PROFILE) -> list[DagJob]:
     log = logging.getLogger("snakemake")  # quiet: none of its records through the caller's handlers
     propagate, log.propagate = log.propagate, False
     try:
-        records = _dry_run(files, settings)
+        records = _dry_run(files, settings, set(targets))
     finally:
         log.propagate = propagate
     jobs = [DagJob(r["rule"], SimpleNamespace(**r["wildcards"]), SimpleNamespace(**r["params"]), r["bench"],
-                   r["runtime"], r["group"], r["group_job"], r["level"], r["limit"]) for r in records]
+                   r["runtime"], r["group"], r["group_job"], r["level"], r["limit"], r["log"]) for r in records]
     _name_submissions(jobs)  # submission: the group job's id until then
     return jobs
 
@@ -86,7 +88,7 @@ def _name_submissions(jobs: list[DagJob]) -> None:
             j.submission = names[key]
 
 
-def _dry_run(configfiles: list[Path], profile: dict) -> list[dict]:
+def _dry_run(configfiles: list[Path], profile: dict, targets: set) -> list[dict]:
     """Every job of the DAG after a dry run, rules in the order the workflow defines them: rule,
     typed wildcards, params, benchmark file, runtime (attempt 1), group, and its group job (one
     submission): an id, the job's level in it, the group job's runtime. Snakemake's API runs or
@@ -103,7 +105,7 @@ def _dry_run(configfiles: list[Path], profile: dict) -> list[dict]:
     with SnakemakeApi(OutputSettings(quiet={Quietness.ALL}, enable_file_logging=False)) as api:
         wf = api.workflow(ResourceSettings(nodes=profile["jobs"], default_resources=profile["default-resources"]),
                           ConfigSettings(configfiles=configfiles), snakefile=ROOT / "Snakefile")
-        wf.dag(DAGSettings(targets={"all"}, forceall=True)).execute_workflow(
+        wf.dag(DAGSettings(targets=targets, forceall=True)).execute_workflow(
             executor=profile["executor"], pseudo_executor="dryrun", execution_settings=ExecutionSettings(no_hooks=True),
             group_settings=GroupSettings(group_components=profile["group-components"]))
         dag, rules = wf._workflow.dag, [r.name for r in wf._workflow.rules]
@@ -113,7 +115,8 @@ def _dry_run(configfiles: list[Path], profile: dict) -> list[dict]:
             bench = str(job.benchmark or "").removeprefix(BENCHMARKS).removesuffix(".tsv")
             records.append({
                 "rule": job.rule.name, "wildcards": typed_wildcards(job), "params": dict(job.params.items()),
-                "bench": bench, "runtime": job.resources.get("runtime"), "group": job.group,
+                "bench": bench, "log": str(job.log[0]) if job.log else "", "runtime": job.resources.get("runtime"),
+                "group": job.group,
                 "group_job": g.jobid if g else None,
                 "limit": g.resources["runtime"] if g else job.resources.get("runtime"),
                 "level": next(i for i, level in enumerate(g.toposorted) if job in level) if g else 0})

@@ -142,11 +142,18 @@ def aggregate(job=None, config=None) -> Work:
 
 
 def seconds(work: Work, profile: Profile) -> dict:
-    """Predicted seconds of one job: total, and its resumable part (``work.resumable``: what its
-    checkpoints keep, for the resubmission arithmetic)."""
-    total, train = profile.job_s, 0.0
+    """Predicted seconds of one job: ``seconds`` in all; its resumable part ``train_seconds``
+    (``work.resumable``: what its checkpoints keep, for the resubmission arithmetic);
+    ``busy_seconds``, the part its device spends on its FLOPs (what jobs sharing a GPU add up:
+    ``sparselen.estimate.tables``); ``restart_seconds``, what every attempt pays before any work
+    (start-up; a trained model's compilation)."""
+    trains = any(t.kind == "train" for t in work.terms)
+    restart = profile.job_s + (profile.compile_s if trains else 0.0)
+    total, train, busy = restart, 0.0, 0.0
     for t in work.terms:
-        s = t.flops / profile.rate(t.d_model)
+        flop_s = t.flops / profile.rate(t.d_model)
+        busy += flop_s
+        s = flop_s
         if t.kind == "train":  # the per-layer overheads (kernel launches) come with every pass
             s += t.calls * (profile.step_s + t.passes * t.n_layer * profile.step_layer_s)
         else:
@@ -159,4 +166,4 @@ def seconds(work: Work, profile: Profile) -> dict:
         units["model_job"] = units.get("model_job", 0.0) + 1
     for name, amount in units.items():
         total += amount * profile.units.get(name, UNITS.get(name, 0.0))
-    return {"seconds": total, "train_seconds": train}
+    return {"seconds": total, "train_seconds": train, "busy_seconds": busy, "restart_seconds": restart}

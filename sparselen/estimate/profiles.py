@@ -1,6 +1,7 @@
 """Device profiles: how fast one device turns work (FLOPs, steps, calls, fixed costs) into seconds.
 
-    seconds = job_s + sum over terms [ FLOPs / rate(d_model) + calls * (call_s + n_layer * layer_s) ]
+    seconds = job_s (+ compile_s for a job that trains)
+              + sum over terms [ FLOPs / rate(d_model) + calls * (call_s + n_layer * layer_s) ]
               + sum over non-model units [ amount * seconds_per_unit ]
     rate(d) = peak_flops * utilization * d / (d + width_half)
 
@@ -64,6 +65,7 @@ class Profile:
     call_s: float = 0.0  # per forward pass (no grad)
     call_layer_s: float = 0.0  # per forward pass and layer
     job_s: float = 0.0  # per job: interpreter start, imports, model and data loading
+    compile_s: float = 0.0  # per job that trains: torch.compile's start-up (evaluation is not compiled)
     units: dict = field(default_factory=dict)  # seconds per unit of non-model work (UNITS)
     source: str = ""
     memory_bytes: float = 0.0  # the device's memory (0: unknown, not checked)
@@ -101,21 +103,46 @@ def gpu_profile(name: str, utilization: float = 0.4, compile: bool = True, cpu: 
     Overheads are assumptions for eager PyTorch, whose host-side dispatch of ~10 us per op bounds
     small models (launches are asynchronous, so the step costs the larger of host and device
     time; we add them, which is conservative): about 80 ops per layer and training step
-    (forward, backward, AdamW foreach), 25 per layer and forward pass; ``compile`` fuses them to
-    ~40%. A training step also samples its batch on the CPU and reads the loss (~2 ms). Not
-    measured here (no GPU was available): replace them with a measured profile
-    (benchmarks/calibrate.py --device cuda) when you have one."""
+    (forward, backward, fused AdamW), 25 per layer and forward pass; ``compile`` fuses a
+    training step's to ~40% and costs ``compile_s`` at the start of each training job (the
+    trainer compiles; evaluation runs eager). A training step also samples its batch on the CPU
+    and reads the loss (~2 ms). Not measured here (no GPU was available): replace them with a
+    measured profile (``sparselen pilot``, or benchmarks/calibrate.py --device cuda)."""
     key = GPU_ALIASES.get(name.lower(), name.lower())
     if key not in GPUS:
         raise ValueError(f"unknown GPU {name!r}; known: {', '.join(sorted(GPUS))} (or give a measured profile file)")
     g = GPUS[key]
-    launch = 10e-6 * (0.4 if compile else 1.0)
+    launch = 10e-6
     return Profile(
         name=f"{key} (bf16 {g.peak_bf16_tflops:g} TFLOP/s x {utilization:g})", device="gpu",
         peak_flops=g.peak_bf16_tflops * 1e12, utilization=utilization, width_half=0.0,
-        step_s=2e-3, step_layer_s=80 * launch, call_s=5e-4, call_layer_s=25 * launch,
-        job_s=90.0 if compile else 20.0, units=dict((cpu or CPU_DEFAULT).units), memory_bytes=g.memory_gb * 2**30,
+        step_s=2e-3, step_layer_s=80 * launch * (0.4 if compile else 1.0), call_s=5e-4, call_layer_s=25 * launch,
+        job_s=20.0, compile_s=70.0 if compile else 0.0, units=dict((cpu or CPU_DEFAULT).units),
+        memory_bytes=g.memory_gb * 2**30,
         source=g.source + f"; utilization {utilization:g} and overheads assumed (sparselen.estimate.profiles.gpu_profile)")
+
+
+def datasheet_gpu(device_name: str) -> str | None:
+    """The ``GPUS`` entry of a CUDA device name as torch reports it ("NVIDIA H100 80GB HBM3",
+    "NVIDIA A100-SXM4-40GB", "NVIDIA L40S"), or None when none matches."""
+    name = device_name.lower().replace("-", " ")
+    words = name.split()
+    if "nvl" in words:  # H100 NVL: not in GPUS
+        return None
+    for key, test in (("h100-pcie", lambda: "h100" in words and "pcie" in words),
+                      ("h100-sxm", lambda: "h100" in words), ("h200", lambda: "h200" in words),
+                      ("a100-40gb", lambda: "a100" in name and "40gb" in name), ("a100", lambda: "a100" in name),
+                      ("l40s", lambda: "l40s" in words), ("a10", lambda: "a10" in words or "a10g" in words),
+                      ("l4", lambda: "l4" in words)):
+        if test():
+            return key
+    return None
+
+
+def datasheet_peak(device_name: str) -> float | None:
+    """A CUDA device's dense bf16 datasheet peak in FLOP/s (``datasheet_gpu``), or None."""
+    key = datasheet_gpu(device_name)
+    return None if key is None else GPUS[key].peak_bf16_tflops * 1e12
 
 
 # The CPU of the machine this project was developed on (2 cores, one torch thread per job, no

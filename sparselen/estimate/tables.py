@@ -1,8 +1,10 @@
 """The estimate's tables: seconds and peak memory per job on its device, per slice and per job
-type; SLURM submissions whose predicted time exceeds their limit, with the attempts resuming
-from checkpoints would take; the errors that make ``sparselen estimate`` exit non-zero (a job
-over its device's memory, a job no attempt finishes); predicted against a finished run's
-measured benchmark files.
+type; GPU-hours and submissions with and without packing (small models' groups sharing a GPU:
+``sparselen.packing``); SLURM submissions whose predicted time exceeds their limit, with the
+attempts resuming from checkpoints would take; the errors that make ``sparselen estimate``
+exit non-zero (a job over its device's memory, a job no attempt finishes); predicted against a
+finished run's measured benchmark files. The assumptions behind the numbers are printed with
+them (``assumptions``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from sparselen.estimate.plan import Job
 from sparselen.estimate.profiles import USABLE, Profile
 
 DP_EFFICIENCY = 0.9  # assumed: n devices training one model together run n x this as fast as one
+PACKED_GROUP = "packed_model"  # the group of model jobs that share GPUs (workflow/rules/common.smk)
 
 
 def keeps_checkpoints(steps: int, checkpoint_every: int) -> bool:
@@ -25,14 +28,18 @@ def keeps_checkpoints(steps: int, checkpoint_every: int) -> bool:
 
 
 def attempts_needed(need_s: float, train_s: float, steps: int, checkpoint_every: int, limit_s: float,
-                    restart_s: float, retries: int = 2) -> int:
+                    restart_s: float, retries: int = 2, checkpoint_minutes: float = 0.0) -> int:
     """Attempts a job needs when attempt a of one ``snakemake`` command runs for ``a * limit_s``
     (a = 1 .. 1 + ``retries``; rerunning the command starts again at attempt 1), and a killed
-    attempt keeps its training progress up to the last checkpoint (every ``checkpoint_every``
-    steps); each attempt pays ``restart_s`` again. ``math.inf`` if no number of attempts
-    finishes: a whole command's attempts save no progress (no checkpoint reached, or none kept)."""
+    attempt keeps its training progress up to the last checkpoint (at multiples of
+    ``checkpoint_every`` steps at least ``checkpoint_minutes`` apart); each attempt pays
+    ``restart_s`` again. ``math.inf`` if no number of attempts finishes: a whole command's
+    attempts save no progress (no checkpoint reached, or none kept)."""
     done = 0.0  # seconds of training work saved in checkpoints
-    ckpt_s = train_s / steps * checkpoint_every if keeps_checkpoints(steps, checkpoint_every) else math.inf
+    ckpt_s = math.inf
+    if keeps_checkpoints(steps, checkpoint_every):
+        block = train_s / steps * checkpoint_every
+        ckpt_s = block * max(1, math.ceil(60 * checkpoint_minutes / block)) if block > 0 else 0.0
     for command in range(100):
         done_before = done
         for a in range(1, 2 + retries):
@@ -67,19 +74,20 @@ def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, r
         s = seconds(w, device)
         if w.devices > 1:
             speedup = w.devices * dp_efficiency
-            s = {"seconds": device.job_s + (s["seconds"] - device.job_s) / speedup,
+            s = {**s, "seconds": s["restart_seconds"] + (s["seconds"] - s["restart_seconds"]) / speedup,
                  "train_seconds": s["train_seconds"] / speedup}
         peak = w.memory.get(device.device)
         rows.append({"slice": d.slice, "rule": d.rule, "job": d.name, "bench": d.bench, "group": d.group,
-                     "device": device.device,
+                     "device": device.device, "peak_flops": device.peak_flops,
                      "flops": w.flops, "seconds": s["seconds"], "train_seconds": s["train_seconds"],
+                     "busy_seconds": s["busy_seconds"] / (w.devices * dp_efficiency if w.devices > 1 else 1),
                      "devices": w.devices, "device_seconds": s["seconds"] * w.devices,
                      "memory_gib": peak.bytes / GiB if peak else math.nan,
                      "usable_gib": device.usable_bytes / GiB if device.memory_bytes else math.nan,
                      "memory_pass": peak.what if peak else "", "memory_key": peak.key if peak else "",
                      "steps": w.train_steps, "checkpoint_every": w.checkpoint_every,
                      "runtime_min": d.runtime_min, "runtime_key": runtime_key(config, d.runtime_min),
-                     "restart_s": device.job_s, "submission": d.submission,
+                     "restart_s": s["restart_seconds"], "submission": d.submission,
                      "level": d.level, "limit_min": d.limit_min})
     return pd.DataFrame(rows)
 
@@ -93,28 +101,105 @@ def runtime_key(config: dict, runtime_min: float) -> str:
     return ""
 
 
-def submissions(df, retries: int = 2) -> "pd.DataFrame":
-    """Per SLURM submission that runs a model (a model's group, the SFA runs' group, an
-    ungrouped job): predicted wall time (its levels in turn, the jobs of a level side by side),
-    its limit, attempts needed and whether they resume from checkpoints. Data, table and figure
-    jobs take seconds to minutes and are not checked."""
+def submission_seconds(g, jobs_per_gpu: int | None) -> tuple[float, float]:
+    """(wall seconds, training seconds) of one submission's jobs ``g``: its levels in turn.
+    Unpacked, a level's jobs run side by side, each on its own devices: the longest. Packed
+    (``jobs_per_gpu``: how many share the GPU), as Snakemake stacks them: each level's jobs,
+    longest first, in layers of ``jobs_per_gpu`` run side by side, one layer after another; a
+    layer takes the longer of its longest job and the sum of its jobs' GPU-busy time (they
+    share the GPU's arithmetic; each has its own CPU thread for the rest), and its jobs'
+    training stretches by the same factor."""
+    need = train = 0.0
+    for _, level in g.groupby("level"):
+        if jobs_per_gpu is None:
+            need, train = need + level["seconds"].max(), train + level["train_seconds"].max()
+            continue
+        level = level.sort_values("seconds", ascending=False)
+        for i in range(0, len(level), jobs_per_gpu):
+            layer = level.iloc[i:i + jobs_per_gpu]
+            longest = layer["seconds"].max()
+            wall = max(longest, layer["busy_seconds"].sum())
+            need, train = need + wall, train + layer["train_seconds"].max() * wall / max(longest, 1e-9)
+    return need, train
+
+
+def submissions(df, retries: int = 2, jobs_per_gpu: int = 1, checkpoint_minutes: float = 0.0) -> "pd.DataFrame":
+    """Per SLURM submission that runs a model (a model's group, a group of packed model groups
+    sharing one GPU, the SFA runs' group, an ungrouped job): predicted wall time
+    (``submission_seconds``), its limit, attempts needed and whether they resume from
+    checkpoints; ``gpu_hours``: its wall time times the GPUs it holds (one for packed model
+    groups); ``runs``: the model groups in it. Data, table and figure jobs take seconds to
+    minutes and are not checked."""
     import pandas as pd
 
     rows = []
     for sub, g in df.groupby("submission", sort=False):
         if not (g["flops"] > 0).any():
             continue
-        by_level = g.groupby("level")
-        need, train = by_level["seconds"].max().sum(), by_level["train_seconds"].max().sum()
+        packed = bool((g["group"] == PACKED_GROUP).any())
+        need, train = submission_seconds(g, jobs_per_gpu if packed else None)
         limit = 60 * g["limit_min"].iloc[0]
         steps, every = int(g["steps"].max()), int(g["checkpoint_every"].max() or 0)
-        a = attempts_needed(need, train, steps, every, limit, float(g["restart_s"].max()), retries)
+        a = attempts_needed(need, train, steps, every, limit, float(g["restart_s"].max()), retries,
+                            checkpoint_minutes)
         rules = "+".join(f"{r} x{n}" if n > 1 else r for r, n in g["rule"].value_counts(sort=False).items())
         keys = [k for k in g["runtime_key"] if k]
+        on_gpu = g["device"] == "gpu"
+        gpus = 1 if packed else int(g.loc[on_gpu, "devices"].max()) if on_gpu.any() else 0
         rows.append({"slice": g["slice"].iloc[0], "submission": sub, "rules": rules,
                      "predicted_h": need / 3600, "limit_h": limit / 3600, "attempts": a,
-                     "checkpoints": keeps_checkpoints(steps, every), "runtime_key": keys[0] if keys else ""})
+                     "checkpoints": keeps_checkpoints(steps, every), "runtime_key": keys[0] if keys else "",
+                     "packed": packed, "runs": g["job"].nunique() if packed else 1,
+                     "gpu_hours": gpus * need / 3600})
     return pd.DataFrame(rows)
+
+
+def packing_table(df, subs) -> "pd.DataFrame":
+    """Submissions (all, and those holding GPUs) and GPU-hours without packing (each model group
+    its own submission and GPU: its jobs' device-hours) and with it (what the workflow submits:
+    a group of packed model groups holds one GPU for its wall time)."""
+    import pandas as pd
+
+    other = df["submission"].nunique() - len(subs)  # data, table, figure submissions
+    gpu_h = df.loc[df["device"] == "gpu", "device_seconds"].sum() / 3600
+    gpu_subs = subs[subs["gpu_hours"] > 0]
+    packed = subs[subs["packed"]]
+    unpacked_gpu_subs = len(gpu_subs) - len(packed) + int(packed["runs"].sum())
+    unpacked_gpu_h = gpu_h - df.loc[(df["device"] == "gpu") & (df["group"] == PACKED_GROUP), "device_seconds"].sum() / 3600
+    return pd.DataFrame([
+        {"": "without packing", "submissions": other + len(subs) - len(packed) + int(packed["runs"].sum()),
+         "gpu_submissions": unpacked_gpu_subs, "gpu_hours": gpu_h},
+        {"": "with packing (what the workflow submits)", "submissions": other + len(subs),
+         "gpu_submissions": len(gpu_subs), "gpu_hours": unpacked_gpu_h + packed["gpu_hours"].sum()}])
+
+
+def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: int, retries: int,
+                dp_efficiency: float) -> list[str]:
+    """What the numbers assume, one line each: printed with the tables."""
+    out = []
+    for p in [gpu, cpu] if gpu is not None else [cpu]:
+        rate = f"{p.peak_flops * p.utilization / 1e12:.3g} TFLOP/s for matrix products" + (
+            f" (peak {p.peak_flops / 1e12:g} x utilization {p.utilization:g})" if p.utilization != 1 else "")
+        out.append(f"{p.device.upper()} {p.name}: {rate}; per training step {p.step_s * 1e3:.3g} ms + "
+                   f"{p.step_layer_s * 1e6:.3g} us per layer and pass, per forward pass {p.call_s * 1e3:.3g} ms + "
+                   f"{p.call_layer_s * 1e6:.3g} us per layer; per job {p.job_s:.3g} s start-up + "
+                   f"{p.units.get('model_job', 0):.3g} s for a model"
+                   + (f", + {p.compile_s:.3g} s where torch.compile applies (training; evaluation runs eager)"
+                      if p.compile_s else "") + f" ({p.source})")
+    pk = config.get("packing", {})
+    if jobs_per_gpu > 1:
+        how = ("packing.jobs_per_gpu" if pk.get("jobs_per_gpu") else
+               f"as many as fit {pk.get('gpu_memory_gib')} GiB by the memory model, at most packing.max_jobs_per_gpu")
+        out.append(f"Packing: {jobs_per_gpu} model groups of the small models (sparselen.packing.PACKED) share a GPU "
+                   f"({how}); side by side they share its arithmetic: a layer takes the longer of its longest job "
+                   f"and the sum of its jobs' GPU-busy (FLOP) time")
+    else:
+        out.append("Packing: none (each model group holds its GPU; packing needs gpus_per_job 1)")
+    out.append(f"Time limits: attempt a of a SLURM submission gets a x its limit, {1 + retries} attempts "
+               f"(retries: {retries}); a killed training resumes from its last checkpoint (at multiples of "
+               f"train.checkpoint_every at least checkpoint_minutes = {config.get('checkpoint_minutes', 0)} apart)")
+    out.append(f"Data-parallel training (language.parallel): n devices run n x {dp_efficiency:g} as fast as one")
+    return out
 
 
 def time_errors(subs, config: dict, retries: int) -> list[str]:
@@ -161,36 +246,54 @@ def config_value(config: dict, key: str):
 
 def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, retries: int = 2, out=print,
            dp_efficiency: float = DP_EFFICIENCY, err=None) -> dict:
-    """Print the estimate of ``jobs`` (``plan``); return its tables and ``errors``: the jobs
-    that cannot succeed as configured (``memory_errors``, ``time_errors``), each also printed
-    through ``err`` (stderr). Hours are device-hours (what a cluster bills); a job's longest
-    wall time (``max_job_h``) is what its SLURM limit must cover."""
+    """Print the estimate of ``jobs`` (``plan``) and its assumptions; return its tables and
+    ``errors``: the jobs that cannot succeed as configured (``memory_errors``, ``time_errors``),
+    each also printed through ``err`` (stderr). Hours are device-hours (what a cluster bills); a
+    job's longest wall time (``max_job_h``) is what its SLURM limit must cover; ``mfu`` and
+    ``gpu_busy`` are a GPU job's predicted model FLOP utilisation and the share of its time its
+    GPU computes for it, alone on the GPU (what packing fills)."""
+    from sparselen.packing import jobs_per_gpu
+
     err = err or (lambda line: print(line, file=sys.stderr))
     df = estimate(config, jobs, gpu, cpu, retries, dp_efficiency)
-    unit = "GPU-h" if gpu is not None and config.get("gpus_per_job", 0) > 0 else "CPU-h"
+    n = jobs_per_gpu(config)
+    subs = submissions(df, retries, n, float(config.get("checkpoint_minutes", 0)))
     by_slice = df.groupby(["slice", "device"], sort=False).agg(
         jobs=("seconds", "size"), hours=("device_seconds", "sum"), pflop=("flops", "sum")).reset_index()
     by_slice["hours"] /= 3600
     by_slice["pflop"] /= 1e15
-    by_rule = df.groupby(["slice", "rule", "device"], sort=False).agg(
+    by_rule = df.assign(peak_seconds=df["seconds"] * df["peak_flops"]).groupby(["slice", "rule", "device"], sort=False).agg(
         jobs=("seconds", "size"), devices=("devices", "max"), hours=("device_seconds", "sum"),
-        max_job_h=("seconds", "max"), pflop=("flops", "sum"), max_mem_gib=("memory_gib", "max")).reset_index()
+        max_job_h=("seconds", "max"), pflop=("flops", "sum"), max_mem_gib=("memory_gib", "max"),
+        mfu=("flops", "sum"), peak_seconds=("peak_seconds", "sum"), gpu_busy=("busy_seconds", "sum"),
+        seconds=("seconds", "sum")).reset_index()
+    gpu_rows = by_rule["device"] == "gpu"
+    by_rule["mfu"] = (by_rule["mfu"] / by_rule["peak_seconds"]).where(gpu_rows)
+    by_rule["gpu_busy"] = (by_rule["gpu_busy"] / by_rule["seconds"]).where(gpu_rows)
+    by_rule = by_rule.drop(columns=["peak_seconds", "seconds"])
     by_rule[["hours", "max_job_h"]] /= 3600
     by_rule["pflop"] /= 1e15
-    subs = submissions(df, retries)
+    packing = packing_table(df, subs)
     out(f"Device profiles: {gpu.name if gpu else '-'} (model jobs); {cpu.name} (other jobs)")
     for p in [gpu, cpu] if gpu is not None else [cpu]:
         size = f"{p.usable_bytes / GiB:.1f} GiB usable ({USABLE:.0%} of {p.memory_bytes / GiB:.1f} GiB)"
         out(f"Memory on {p.name}: {size if p.memory_bytes else 'unknown, not checked'}")
-    if (df["devices"] > 1).any():
-        out(f"Models trained on several devices (language.parallel): wall time = one device's / (devices x "
-            f"{dp_efficiency:g}, the assumed data-parallel efficiency); hours below are device-hours")
+    out("\nAssumptions:")
+    for line in assumptions(config, gpu if config.get("gpus_per_job", 0) > 0 else None, cpu, n, retries,
+                            dp_efficiency):
+        out(f"- {line}")
     out(f"\nPer slice (device-hours, one job at a time):\n")
     out(by_slice.to_markdown(index=False, floatfmt=".3g"))
-    out(f"\nPer job type (max_mem_gib: the largest predicted peak memory of a job, sparselen.estimate.memory):\n")
+    out(f"\nPer job type (max_mem_gib: the largest predicted peak memory of a job, sparselen.estimate.memory; "
+        f"mfu, gpu_busy: a GPU job alone on its GPU):\n")
     out(by_rule.to_markdown(index=False, floatfmt=".3g"))
+    out(f"\nSubmissions and GPU-hours, without and with packing ({n} model group(s) per GPU):\n")
+    out(packing.to_markdown(index=False, floatfmt=".4g"))
     total = {d: g["device_seconds"].sum() / 3600 for d, g in df.groupby("device")}
-    out("\nTotal: " + ", ".join(f"{h:,.1f} {d.upper()}-h" for d, h in total.items()))
+    if "gpu" in total:
+        total["gpu"] = packing["gpu_hours"].iloc[1]
+    out("\nTotal: " + ", ".join(f"{h:,.1f} {d.upper()}-h" for d, h in total.items())
+        + (f" (with packing; {packing['gpu_hours'].iloc[0]:,.1f} GPU-h without)" if "gpu" in total and n > 1 else ""))
     over = subs[(subs["predicted_h"] > subs["limit_h"]) & (subs["attempts"] < math.inf)]
     if len(over):
         out(f"\nWARNING: {len(over)} submission(s) exceed their SLURM time limit (resources.runtime; a group's jobs "
@@ -209,7 +312,8 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     errors = memory_errors(df, config) + time_errors(subs, config, retries)
     for e in errors:
         err(f"ERROR: {e}")
-    return {"jobs": df, "slices": by_slice, "rules": by_rule, "submissions": subs, "errors": errors}
+    return {"jobs": df, "slices": by_slice, "rules": by_rule, "submissions": subs, "packing": packing,
+            "jobs_per_gpu": n, "errors": errors}
 
 
 def compare(df, benchmarks) -> "pd.DataFrame":

@@ -27,7 +27,7 @@ from sparselen.provenance import provenance
 from sparselen.resumable import ANALYSIS_PROGRESS
 from sparselen.rng import generator
 from sparselen.stats import t_interval
-from sparselen.run import Run, identity
+from sparselen.run import Run, identity, typed_wildcards
 from sparselen.tables import runs_provenance, write_table
 from sparselen.train import TrainConfig, load_model
 from sparselen.verdicts import Settings
@@ -97,25 +97,31 @@ def train(job) -> dict:
     process (``language.parallel``: processes per node x nodes) the step starts torchrun and
     runs again in each worker; the workers train the model data-parallel
     (``sparselen.distributed``)."""
-    p, run = job.params, Run.of(job)
+    run = Run.of(job)
     settings = parallel_settings(job)
     if settings["processes"] * settings["nodes"] > 1 and not DataParallel.launched():
         distributed.launch(job, settings["processes"], settings["nodes"])  # this step again, in each worker
         return io.read_json(job.output.summary)
     parallel = DataParallel.from_env(job.config["device"], settings["strategy"], run.runtime.gpus)
-    toks = data.load_tokens(job.input.tokens)
-    mc = model_config(p.model, toks["vocab_size"], scheme=p.scheme)
-    context = run.wildcards["context"]
-    batch_size = max(1, p.train["batch_tokens"] // context)
-    micro_tokens = job.config.get("language", {}).get("micro_batch_tokens", 0)  # a runtime knob, not a param
-    tc = TrainConfig.from_section(p.train, run.seed, p.pose, batch_size=batch_size,
-                                  micro_batch=micro_tokens and max(1, micro_tokens // context))
-    batches = data.training_batches(toks["train"], context, batch_size, run.seed)
     try:
-        return train_model(mc, tc, batches, run, parallel)
+        return train_model(*training(job), run, parallel)
     finally:
         if parallel is not None:
             parallel.close()
+
+
+def training(job):
+    """(model config, trainer settings, batch function) of one LM (wildcards context, seed;
+    params model, scheme, pose, train; input tokens); what ``train`` and the pilot train."""
+    p, w = job.params, typed_wildcards(job)
+    toks = data.load_tokens(job.input.tokens)
+    mc = model_config(p.model, toks["vocab_size"], scheme=p.scheme)
+    context = w["context"]
+    batch_size = max(1, p.train["batch_tokens"] // context)
+    micro_tokens = job.config.get("language", {}).get("micro_batch_tokens", 0)  # a runtime knob, not a param
+    tc = TrainConfig.from_section(p.train, w["seed"], p.pose, batch_size=batch_size,
+                                  micro_batch=micro_tokens and max(1, micro_tokens // context))
+    return mc, tc, data.training_batches(toks["train"], context, batch_size, w["seed"])
 
 
 def parallel_settings(job) -> dict:

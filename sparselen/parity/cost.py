@@ -4,6 +4,8 @@ params) and the validated config."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from sparselen.estimate import memory
 from sparselen.estimate.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
 from sparselen.model import ModelConfig
@@ -47,6 +49,15 @@ def evaluate(job, config) -> Work:
         w.need(f"evaluation pass of {min(rows, ev['n'])} x {L + 1} tokens", "parity.eval.batch_tokens",
                lambda kind: memory.no_grad_pass(cfg, min(rows, ev["n"]), L + 1, kind, autocast=True))
     return w
+
+
+def gpu_peak(config) -> float:
+    """The largest predicted GPU peak of a parity model job (every run has the same shapes):
+    how many share a GPU (``sparselen.packing``)."""
+    p = config["parity"]
+    job = SimpleNamespace(params=SimpleNamespace(model=p["model"], scheme=p["scheme"], pose=p["pose"],
+                                                 train=p["train"], batch_tokens=p["eval"]["batch_tokens"]))
+    return max(step(job, config).memory["gpu"].bytes for step in (train, evaluate))
 
 
 def _model(model: dict, scheme: str) -> ModelConfig:

@@ -13,7 +13,7 @@ from sparselen.model import ModelConfig
 from sparselen.parity import report, task
 from sparselen.parity.evaluate import evaluate_grid
 from sparselen.provenance import provenance
-from sparselen.run import Run
+from sparselen.run import Run, typed_wildcards
 from sparselen.train import TrainConfig, load_model
 from sparselen.train import train as train_model
 
@@ -29,15 +29,21 @@ def eval_data(job) -> None:
              len(cfg["k_test"]) * len(cfg["lengths"]) - len(cells), job.output.eval_set)
 
 
-def train(job) -> dict:
-    """One model (wildcards K_train, seed) on k ~ Unif{1..K_train}: params model, scheme, pose, train."""
-    p, run = job.params, Run.of(job)
+def training(job):
+    """(model config, trainer settings, batch function) of one run (wildcards K_train, seed) on
+    k ~ Unif{1..K_train}: params model, scheme, pose, train; what ``train`` and the pilot train."""
+    p, w = job.params, typed_wildcards(job)
     mc = ModelConfig(vocab_size=len(task.VOCAB), scheme=p.scheme, **p.model)
-    tc = TrainConfig.from_section(p.train, run.seed, p.pose,
+    tc = TrainConfig.from_section(p.train, w["seed"], p.pose,
                                   micro_batch=job.config.get("parity", {}).get("micro_batch", 0))
-    batches = task.training_batches(run.seed, tc.batch_size, p.train["lengths"], run.wildcards["K_train"],
+    batches = task.training_batches(w["seed"], tc.batch_size, p.train["lengths"], w["K_train"],
                                     p.train["one_length_per_batch"])
-    return train_model(mc, tc, batches, run)
+    return mc, tc, batches
+
+
+def train(job) -> dict:
+    """One model (``training``)."""
+    return train_model(*training(job), Run.of(job))
 
 
 def evaluate(job) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from types import SimpleNamespace
 
 from sparselen import variants
 from sparselen.estimate import memory
@@ -41,7 +42,7 @@ def train(job, config) -> Work:
 
 def evaluate(job, config) -> Work:
     """Greedy generation as ``cell_scores`` runs it: per prompt length, the prompt into the KV
-    cache, then one cached step per response token (fp32: it does not autocast)."""
+    cache, then one cached step per response token (bf16 autocast on a GPU)."""
     p, task, name = config["ppc"], job.wildcards.task, job.wildcards.run
     t = p[task]
     model, scheme = run_model(p, t, name), variants.run_scheme(p, name)
@@ -54,7 +55,35 @@ def evaluate(job, config) -> Work:
         w.add("forward", R - 1, sum(shape.cached_step(rows, P + j) for j in range(R - 1)), shape)
     rows, P, R = max(calls, key=lambda c: c[0] * (c[1] + c[2]))
     return w.need(f"generation of {rows} rows, {P} + {R} tokens", "ppc.eval.batch_size",
-                  lambda kind: memory.generation(cfg, rows, P, R, kind, autocast=False))
+                  lambda kind: memory.generation(cfg, rows, P, R, kind, autocast=True))
+
+
+def gpu_peak(config) -> float:
+    """The largest predicted GPU peak of a PPC model job, over tasks and runs: the training
+    step (``train``) and generation of a batch of the longest evaluated prompts and responses
+    (a bound of ``evaluate``'s, from 16 samples of the largest size: cheap enough to compute
+    whenever the workflow is read): how many share a GPU (``sparselen.packing``)."""
+    import torch
+
+    from sparselen.ppc.runs import run_task_config
+    from sparselen.rng import generator
+
+    p, peaks = config["ppc"], []
+    for task in p["tasks"]:
+        t = p[task]
+        s = task_module(task).sample(torch.full((16,), max(t["eval_sizes"])), generator("ppc-packing", task),
+                               **sampler_params(t))
+        P, R = int(s.prompt_len.max()), int((s.length - s.prompt_len).max())
+        rows = min(p["eval"]["batch_size"], p["eval"]["n"])
+        for name in p["schemes"]:
+            params = SimpleNamespace(model=p["model"], variant=p["variants"].get(name), train=p["train"],
+                                     task_config=run_task_config(p, task), max_position_id=p["max_position_id"],
+                                     id_embedding=p["id_embedding"])
+            job = SimpleNamespace(params=params, wildcards=SimpleNamespace(task=task, run=name))
+            model, scheme = run_model(p, t, name), variants.run_scheme(p, name)
+            cfg = _model(model, scheme, task, p["max_position_id"], p["id_embedding"])
+            peaks += [train(job, config).memory["gpu"].bytes, memory.generation(cfg, rows, P, R, "gpu", autocast=True)]
+    return max(peaks)
 
 
 table = figure = aggregate

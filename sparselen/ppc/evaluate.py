@@ -13,6 +13,7 @@ import logging
 
 import torch
 
+from sparselen.device import autocast
 from sparselen.ppc.generate import generate
 from sparselen.ppc.samples import Samples
 
@@ -33,7 +34,9 @@ def cell_scores(model, s: Samples, batch_size: int, device, lookup_limit: int | 
     longer than ``lookup_limit`` (``beyond``), and among them exact matches and right first ids.
 
     Generation runs on batches of prompts of one length (no padding, so no attention mask);
-    a task whose prompts vary in length within a size is run one prompt length at a time."""
+    a task whose prompts vary in length within a size is run one prompt length at a time;
+    under training's autocast (bf16 on a GPU)."""
+    device = torch.device(device)
     counts = dict.fromkeys(COUNTS, 0)
     far = first_lookup_distance(s) > (lookup_limit if lookup_limit is not None else float("inf"))
     for P in s.prompt_len.unique().tolist():
@@ -44,8 +47,9 @@ def cell_scores(model, s: Samples, batch_size: int, device, lookup_limit: int | 
             b = group.select(slice(i, i + batch_size))
             truth, truth_ids = b.tokens[:, P:P + R], b.position_ids[:, P:P + R]
             mask, id_mask = b.response_mask[:, P:P + R], b.scored_ids[:, P:P + R]
-            tokens, ids = generate(model, b.tokens[:, :P].to(device), b.position_ids[:, :P].to(device), R,
-                                   oracle_ids=truth_ids.to(device))
+            with autocast(device):
+                tokens, ids = generate(model, b.tokens[:, :P].to(device), b.position_ids[:, :P].to(device), R,
+                                       oracle_ids=truth_ids.to(device))
             ok_tokens = ((tokens.cpu() == truth) | ~mask).all(dim=1)
             id_right = (ids.cpu() == truth_ids) | ~id_mask if ids is not None else torch.ones_like(mask)
             ok_ids, first_id = id_right.all(dim=1), id_right[:, 0]

@@ -22,7 +22,7 @@ from sparselen.ppc.samples import random_offsets, skip_ids, to_batch
 from sparselen.ppc.tasks import sampler_params, task_module
 from sparselen.provenance import provenance
 from sparselen.rng import generator
-from sparselen.run import Run
+from sparselen.run import Run, typed_wildcards
 from sparselen.train import TrainConfig, load_model
 from sparselen.train import train as train_model
 
@@ -73,22 +73,28 @@ def training_batches(task: str, task_cfg: dict, seed: int, batch_size: int, max_
     return batch_fn
 
 
-def train(job) -> dict:
-    """One model (wildcards task, run = a run name of ppc.schemes, seed): params model,
-    variant (the run's ppc.variants entry, or None), pose (for a pose run, else None), train,
-    task_config, max_position_id, random_offset, id_embedding, position_loss_weight."""
-    p, run = job.params, Run.of(job)
-    task, name = run.wildcards["task"], run.wildcards["run"]
+def training(job):
+    """(model config, trainer settings, batch function) of one run (wildcards task, run = a run
+    name of ppc.schemes, seed): params model, variant (the run's ppc.variants entry, or None),
+    pose (for a pose run, else None), train, task_config, max_position_id, random_offset,
+    id_embedding, position_loss_weight; what ``train`` and the pilot train."""
+    p, w = job.params, typed_wildcards(job)
+    task, name, seed = w["task"], w["run"], w["seed"]
     section = {"model": p.model, "variants": {name: p.variant} if p.variant else {}}
     scheme = variants.run_scheme(section, name)
     mc = ModelConfig(vocab_size=len(task_module(task).VOCAB), scheme=scheme, max_position_id=p.max_position_id,
                      id_embedding=scheme in p.id_embedding, **run_model(section, p.task_config, name))
     train_cfg = {**p.train, **({"steps": p.task_config["steps"]} if "steps" in p.task_config else {})}
-    tc = TrainConfig.from_section(train_cfg, run.seed, p.pose, position_loss_weight=p.position_loss_weight,
+    tc = TrainConfig.from_section(train_cfg, seed, p.pose, position_loss_weight=p.position_loss_weight,
                                   micro_batch=job.config.get("ppc", {}).get("micro_batch", 0))
-    batches = training_batches(task, p.task_config, run.seed, tc.batch_size, p.max_position_id, p.random_offset,
+    batches = training_batches(task, p.task_config, seed, tc.batch_size, p.max_position_id, p.random_offset,
                                coupled=scheme in COUPLED)
-    return train_model(mc, tc, batches, run)
+    return mc, tc, batches
+
+
+def train(job) -> dict:
+    """One model (``training``)."""
+    return train_model(*training(job), Run.of(job))
 
 
 def evaluate(job) -> None:

@@ -1,8 +1,11 @@
 """Compute ledger: the rules' ``benchmark:`` files (``results/benchmarks/<slice>/<step>[/<job>].tsv``,
 one per job, written by Snakemake), summed as wall time, CPU time and peak memory (max_rss)
-per rule and per figure (a figure = its slice's whole DAG). Wall time is a job's full time;
-Snakemake samples CPU time every 30 s after a job's first 15 s and records the last sample, so
-``cpu_s`` can miss up to 30 s per job. The estimate before launch is ``sparselen.estimate``.
+per rule and per figure (a figure = its slice's whole DAG), with each training's model FLOP
+utilisation (``mfu``) where its summary reports one (``train_summary.json``, matched to its
+benchmark file by the job name they share: ``sparselen.run.log_name``). Wall time is a job's
+full time; Snakemake samples CPU time every 30 s after a job's first 15 s and records the last
+sample, so ``cpu_s`` can miss up to 30 s per job. The estimate before launch is
+``sparselen.estimate``.
 """
 
 from __future__ import annotations
@@ -17,12 +20,26 @@ from sparselen import io
 BENCH_COLUMNS = {"s": "wall_s", "cpu_time": "cpu_s", "max_rss": "max_rss_mb"}
 
 
+def training_mfu(results) -> dict[str, float]:
+    """Job name (``<slice>/<step>/<job>``) -> MFU of every training summary under ``results``
+    that reports one (a device of known peak: the config's peak_tflops or a GPU's datasheet)."""
+    out = {}
+    for path in Path(results).rglob("train_summary.json"):
+        summary = io.read_json(path)
+        if summary.get("job_name") and summary.get("mfu") is not None:
+            out[summary["job_name"]] = float(summary["mfu"])
+    return out
+
+
 def read_benchmarks(root, files=None) -> pd.DataFrame:
-    """One row per benchmark file: slice, step (~ the rule), job, wall_s, cpu_s, max_rss_mb.
-    ``files``: only these (the jobs of the current DAG, so files left by a run of another
-    configuration are not counted); missing ones are skipped. Default: every file under root."""
+    """One row per benchmark file: slice, step (~ the rule), job, wall_s, cpu_s, max_rss_mb, and
+    a training's mfu (NaN where none is reported): ``training_mfu`` of the results directory
+    when ``root`` is its ``benchmarks`` directory, as the workflow lays them out. ``files``:
+    only these (the jobs of the current DAG, so files left by a run of another configuration
+    are not counted); missing ones are skipped. Default: every file under root."""
     root = Path(root)
     paths = sorted(root.rglob("*.tsv")) if files is None else sorted(p for p in map(Path, files) if p.exists())
+    mfu = training_mfu(root.parent) if root.name == "benchmarks" else {}
     rows = []
     for path in paths:
         parts = path.relative_to(root).with_suffix("").parts
@@ -34,8 +51,9 @@ def read_benchmarks(root, files=None) -> pd.DataFrame:
         job = "/".join(parts[2:]) if len(parts) > 2 else ""
         for r in bench.itertuples():  # one row per repeat of the job
             rows.append({"slice": parts[0], "step": step, "job": job, "wall_s": r.wall_s,
-                         "cpu_s": getattr(r, "cpu_s", np.nan), "max_rss_mb": getattr(r, "max_rss_mb", np.nan)})
-    return pd.DataFrame(rows, columns=["slice", "step", "job", "wall_s", "cpu_s", "max_rss_mb"])
+                         "cpu_s": getattr(r, "cpu_s", np.nan), "max_rss_mb": getattr(r, "max_rss_mb", np.nan),
+                         "mfu": mfu.get("/".join(parts), np.nan)})
+    return pd.DataFrame(rows, columns=["slice", "step", "job", "wall_s", "cpu_s", "max_rss_mb", "mfu"])
 
 
 def _sum(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -45,7 +63,11 @@ def _sum(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
 
 
 def per_rule(bench: pd.DataFrame) -> pd.DataFrame:
-    return _sum(bench, ["slice", "step"])
+    """Totals per rule; ``mfu``: the mean MFU of its trainings that report one (else empty)."""
+    out = _sum(bench, ["slice", "step"])
+    mfu = bench.groupby(["slice", "step"])["mfu"].mean()
+    out["mfu"] = [mfu.get((sl, st), np.nan) for sl, st in zip(out["slice"], out["step"])]
+    return out
 
 
 TRAIN_STEPS = ("train",)

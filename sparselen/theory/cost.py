@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from types import SimpleNamespace
 
 from sparselen.estimate import memory
 from sparselen.estimate.flops import Shape, Work, aggregate, chunks, mean, micro_steps, train_work
 from sparselen.model import ModelConfig
+from sparselen.theory.runs import law_gpt
 from sparselen.theory.task import eval_lengths, planted_config, valid_lengths
 
 
@@ -21,7 +23,7 @@ def run_sfa(job, config) -> Work:
 
 def run_gpt(job, config) -> Work:
     """Training in micro-batches of ``theory.micro_batch`` rows, then the evaluation (last
-    position, fp32: it does not autocast)."""
+    position, bf16 autocast on a GPU, as training)."""
     p, micro = job.params, config["theory"]["micro_batch"]
     pc, lengths, targets = _setting(job)
     shape = Shape.of(p.gpt["model"], pc.vocab_size)
@@ -37,7 +39,20 @@ def run_gpt(job, config) -> Work:
     w.need(f"training step of {rows} x {T} tokens", "theory.micro_batch",
            lambda kind: memory.train_step(cfg, rows, T, kind))
     return w.need(f"evaluation pass of {n} x {max(targets) + 1} tokens", "theory.eval.batch_size",
-                  lambda kind: memory.no_grad_pass(cfg, n, max(targets) + 1, kind, autocast=False))
+                  lambda kind: memory.no_grad_pass(cfg, n, max(targets) + 1, kind, autocast=True))
+
+
+def gpu_peak(config) -> float:
+    """The largest predicted GPU peak of a GPT run of the theory slice (every law and k):
+    how many share a GPU (``sparselen.packing``)."""
+    t = config["theory"]
+    peaks = []
+    for dist in t["distributions"]:
+        params = SimpleNamespace(task=t["task"], train=t["train"], eval=t["eval"], gpt=law_gpt(t["gpt"], dist))
+        for k in t["gpt"]["k"]:
+            job = SimpleNamespace(params=params, wildcards=SimpleNamespace(distribution=dist, k=k))
+            peaks.append(run_gpt(job, config).memory["gpu"].bytes)
+    return max(peaks)
 
 
 table = figure = aggregate

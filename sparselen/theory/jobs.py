@@ -61,19 +61,27 @@ def run_sfa(job) -> None:
                                                      "config_hash": config_hash(identity)})
 
 
-def run_gpt(job) -> None:
-    """A GPT-NeoX (params task, train, eval, gpt) on one (distribution, k, seed), with the
-    scheme ``gpt.schemes[distribution]``."""
-    p, run = job.params, Run.of(job)
+def training(job):
+    """(model config, trainer settings, batch function) of a GPT-NeoX (params task, train, eval,
+    gpt) on one (distribution, k, seed), with the scheme ``gpt.schemes[distribution]``; what
+    ``run_gpt`` and the pilot train."""
+    p, seed = job.params, typed_wildcards(job)["seed"]
     pc, lengths, targets = _setting(job)
     g = p.gpt
-    scheme = g["schemes"][run.wildcards["distribution"]]
+    scheme = g["schemes"][job.wildcards.distribution]
     mc = ModelConfig(vocab_size=pc.vocab_size, scheme=scheme, **g["model"])
     longest = max(targets.values()) + 1
-    tc = TrainConfig.from_section(g["train"], run.seed, {"chunks": g["pose"]["chunks"], "target_length": longest},
+    tc = TrainConfig.from_section(g["train"], seed, {"chunks": g["pose"]["chunks"], "target_length": longest},
                                   micro_batch=job.config.get("theory", {}).get("micro_batch", 0))
-    batches = gpt_batches(pc, lengths, tc.batch_size, run.seed, scheme == "coupled", longest)
-    train_model(mc, tc, batches, run)
+    return mc, tc, gpt_batches(pc, lengths, tc.batch_size, seed, scheme == "coupled", longest)
+
+
+def run_gpt(job) -> None:
+    """A GPT-NeoX (``training``), then its evaluation at every ratio's length."""
+    p, run = job.params, Run.of(job)
+    pc, _, targets = _setting(job)
+    scheme = p.gpt["schemes"][run.wildcards["distribution"]]
+    train_model(*training(job), run)
     net, prov = load_model(job.output.model, run.runtime.device)
     _write_eval(job, gpt_predict(net, pc, scheme == "coupled"), pc, targets,
                 {"model": "gpt", **run.wildcards, "window": None, "scheme": scheme, "config_hash": prov["config_hash"]})

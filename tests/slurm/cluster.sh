@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throw-away two-node SLURM for the integration tests (tests/test_slurm*.py), from Debian's
-# packages, without systemd: two slurmd on this machine (`slurmd -N`), each a node of half its
-# CPUs and memory with one fake GPU, so a job can span two nodes.
+# packages, without systemd: two slurmd on this machine (`slurmd -N`), each a node of all its
+# CPUs (overcommitted: slurmd's config_overrides) and half its memory with one fake GPU, so a
+# job can span two nodes and a packed submission of two jobs gets two CPUs on a 2-core machine.
 #
 #   tests/slurm/cluster.sh up     install the packages if missing, write a config, start
 #                                 munged, slurmctld and slurmd
@@ -82,10 +83,11 @@ JobCompType=jobcomp/none
 MpiDefault=none
 ReturnToService=2
 MinJobAge=600
+SlurmdParameters=config_overrides
 SchedulerType=sched/backfill
 GresTypes=gpu
-NodeName=sl1 NodeHostname=$host NodeAddr=127.0.0.1 Port=$port CPUs=$(((cpus + 1) / 2)) RealMemory=$((mem / 2)) Gres=gpu:1 State=UNKNOWN
-NodeName=sl2 NodeHostname=$host NodeAddr=127.0.0.1 Port=$((port + 1)) CPUs=$(((cpus + 1) / 2)) RealMemory=$((mem / 2)) Gres=gpu:1 State=UNKNOWN
+NodeName=sl1 NodeHostname=$host NodeAddr=127.0.0.1 Port=$port CPUs=$cpus RealMemory=$((mem / 2)) Gres=gpu:1 State=UNKNOWN
+NodeName=sl2 NodeHostname=$host NodeAddr=127.0.0.1 Port=$((port + 1)) CPUs=$cpus RealMemory=$((mem / 2)) Gres=gpu:1 State=UNKNOWN
 PartitionName=debug Nodes=sl1,sl2 Default=YES MaxTime=INFINITE State=UP
 EOF
     # One fake GPU per node, so two GPU jobs run at once on the two-core CI machine. Each needs

@@ -6,6 +6,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 import sparselen.config
+import sparselen.packing
 import sparselen.provenance
 import sparselen.report.claims
 import sparselen.resumable
@@ -86,8 +87,29 @@ GROUP_DATA = "data"
 GROUP_CPU_TRAIN = "cpu_train"
 GROUP_AGGREGATE = "aggregate"
 
+# Packing (sparselen/packing.py; docs/gpu.md "Packing"): the small models' groups (parity, PPC,
+# theory GPT runs: rules with `group: GROUP_PACKED_MODEL` and `job_resources(packed=True)`)
+# share GPUs, JOBS_PER_GPU of them each. Each such job holds one of a GPU's JOBS_PER_GPU
+# `gpu_slots`, a pool of JOBS_PER_GPU per GPU: per submission under SLURM (scope local), where
+# group-components packed_model puts several model groups into one submission that asks for one
+# GPU (`gres`: a string, which Snakemake does not add up over a group's jobs), the slot pool
+# letting JOBS_PER_GPU of them run side by side and stacking the rest; and the `gpu` GPUs of a
+# machine locally (local-gpus profile), where each job claims its slot (sparselen/gpu_slots.py).
+JOBS_PER_GPU = sparselen.packing.jobs_per_gpu(config)
+GROUP_PACKED_MODEL = "packed_model" if JOBS_PER_GPU > 1 else GROUP_MODEL
+if JOBS_PER_GPU > 1:
+    workflow.register_resource(
+        "gpu_slots", JOBS_PER_GPU * (workflow.global_resources.get("gpu").value or 1)
+    )
 
-def job_resources(runtime=None, mem_mb=None, gpu=True, processes=1, nodes=1):
+
+resource_scopes:
+    gpu_slots="local",
+
+
+def job_resources(
+    runtime=None, mem_mb=None, gpu=True, processes=1, nodes=1, packed=False
+):
     """Resources of a training/evaluation job: wall time in minutes (config resources.runtime
     unless given) times the attempt, so a retry after a time-out asks for more; memory; one CPU
     per torch thread; and `gpu` only when config gpus_per_job > 0 (and `gpu`), so the same
@@ -95,7 +117,11 @@ def job_resources(runtime=None, mem_mb=None, gpu=True, processes=1, nodes=1):
     data-parallel processes (language.parallel) asks for that many times of each, per node.
     `nodes` > 1: SLURM gives the job that many nodes, one task each, GPUs per node; `mpi` makes
     the executor run the job in the batch script (not in a one-task step), so the job's own
-    `srun` can start a torchrun on every node (sparselen/distributed.py)."""
+    `srun` can start a torchrun on every node (sparselen/distributed.py). `packed`: a small
+    model's job, which holds one slot of a shared GPU when JOBS_PER_GPU > 1 (see above) and
+    asks for resources.packed_mem_mb of host memory (unset: the job's memory); every GPU job
+    then learns JOBS_PER_GPU (`jobs_per_gpu`), so a whole-GPU job claims all slots.
+    """
     minutes = runtime or config["resources"]["runtime"]
     res = {
         "runtime": lambda wildcards, attempt: minutes * attempt,
@@ -103,7 +129,12 @@ def job_resources(runtime=None, mem_mb=None, gpu=True, processes=1, nodes=1):
         "cpus_per_task": THREADS * processes,
     }
     gpus = config["gpus_per_job"] * processes if gpu else 0
-    if nodes > 1:
+    if gpus and JOBS_PER_GPU > 1:
+        res["jobs_per_gpu"] = JOBS_PER_GPU
+    if packed and gpus and JOBS_PER_GPU > 1:
+        res |= {"gres": "gpu:1", "gpu_slots": 1}
+        res["mem_mb"] = config["resources"].get("packed_mem_mb") or res["mem_mb"]
+    elif nodes > 1:
         per_node = f" --gpus-per-node={gpus}" if gpus else ""
         res |= {
             "nodes": nodes,

@@ -32,12 +32,12 @@ rule parity_train:
     benchmark:
         "results/benchmarks/parity/train/K{K_train}_seed{seed}.tsv"
     group:
-        GROUP_MODEL
+        GROUP_PACKED_MODEL
     conda:
         ENV
     threads: THREADS
     resources:
-        **job_resources(),
+        **job_resources(packed=True),
     params:
         model=PARITY["model"],
         scheme=PARITY["scheme"],
@@ -59,12 +59,12 @@ rule parity_evaluate:
     benchmark:
         "results/benchmarks/parity/evaluate/K{K_train}_seed{seed}.tsv"
     group:
-        GROUP_MODEL
+        GROUP_PACKED_MODEL
     conda:
         ENV
     threads: THREADS
     resources:
-        **job_resources(runtime=10),
+        **job_resources(runtime=10, packed=True),
     params:
         batch_tokens=PARITY["eval"]["batch_tokens"],
     script:

@@ -49,12 +49,12 @@ rule ppc_train:
     benchmark:
         "results/benchmarks/ppc/train/{task}_{run}_seed{seed}.tsv"
     group:
-        GROUP_MODEL
+        GROUP_PACKED_MODEL
     conda:
         ENV
     threads: THREADS
     resources:
-        **job_resources(),
+        **job_resources(packed=True),
     params:
         model=PPC["model"],
         variant=lambda w: PPC["variants"].get(w.run),
@@ -81,12 +81,12 @@ rule ppc_evaluate:
     benchmark:
         "results/benchmarks/ppc/evaluate/{task}_{run}_seed{seed}.tsv"
     group:
-        GROUP_MODEL
+        GROUP_PACKED_MODEL
     conda:
         ENV
     threads: THREADS
     resources:
-        **job_resources(runtime=10),
+        **job_resources(runtime=10, packed=True),
     params:
         batch_size=PPC["eval"]["batch_size"],
     script:

@@ -36,7 +36,7 @@ rule report_hyperparams:
         csv="results/report/hyperparams/{experiment}.csv",
         md="results/report/hyperparams/{experiment}.md",
     log:
-        "logs/report/hyperparams_{experiment}.log",
+        "logs/report/hyperparams/{experiment}.log",
     benchmark:
         "results/benchmarks/report/hyperparams/{experiment}.tsv"
     wildcard_constraints:
@@ -90,7 +90,7 @@ rule report_render:
             category="Reproduction report",
         ),
     log:
-        "logs/report/reproduction_report.log",
+        "logs/report/render.log",
     benchmark:
         "results/benchmarks/report/render.tsv"
     group:

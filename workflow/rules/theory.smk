@@ -34,12 +34,12 @@ rule theory_run_gpt:
     benchmark:
         "results/benchmarks/theory/gpt/{distribution}_k{k}_seed{seed}.tsv"
     group:
-        GROUP_MODEL
+        GROUP_PACKED_MODEL
     conda:
         ENV
     threads: THREADS
     resources:
-        **job_resources(runtime=60),
+        **job_resources(runtime=60, packed=True),
     params:
         **THEORY_SHARED,
         gpt=theory_gpt,
