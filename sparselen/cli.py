@@ -31,7 +31,8 @@ def estimate(args) -> int:
     if gpu is not None and not cfg.get("gpus_per_job"):
         print("note: gpus_per_job is 0 in this config: every job runs on the CPU profile")
     out = tables.report(cfg, jobs, gpu, cpu, args.retries,
-                        dp_efficiency=args.dp_efficiency or tables.DP_EFFICIENCY)
+                        dp_efficiency=args.dp_efficiency or tables.DP_EFFICIENCY,
+                        gpus_available=tuple(args.gpus_available))
     if args.jobs_csv:
         io.write_csv(out["jobs"], args.jobs_csv)
     if args.compare:
@@ -89,6 +90,13 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: expected a count of at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from sparselen import __version__
 
@@ -114,6 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cpu-memory", type=float, default=None, metavar="GIB",
                    help="memory of the CPU jobs' machine in GiB (default: the CPU profile's, else this machine's)")
     s.add_argument("--retries", type=int, default=2, help="the SLURM profile's retries")
+    s.add_argument("--gpus-available", type=positive_int, nargs="+", default=[8, 64], metavar="N",
+                   help="GPU counts for which the wall clock of the GPU submissions is printed")
     s.add_argument("--dp-efficiency", type=float, default=None,
                    help="assumed data-parallel efficiency of a language model trained on several devices "
                         "(language.parallel): its wall time is one device's over devices x this (default: 0.9)")

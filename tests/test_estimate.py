@@ -152,6 +152,17 @@ def test_attempts_and_resubmissions():
     assert tables.attempts_needed(6000, 6000, 100, 10, 1800, 0, retries=0, checkpoint_minutes=20) == 5
 
 
+def test_wall_clock_schedules_the_longest_submissions_first():
+    import pandas as pd
+
+    # a 2-GPU training of 4 h, three 3 h jobs and two 1 h jobs on one GPU each
+    subs = pd.DataFrame({"predicted_h": [4, 3, 3, 3, 1, 1, 0.5], "gpu_hours": [8, 3, 3, 3, 1, 1, 0]})
+    assert tables.wall_clock(subs, 1) == (19, 19)  # the 2-GPU training takes 8 h on one
+    assert tables.wall_clock(subs, 2) == (10, 9.5)  # 4 on both, then 3 + 3 on one and 3 + 1 + 1 on the other
+    assert tables.wall_clock(subs, 64) == (4, 4)  # the longest submission bounds it
+    assert tables.wall_clock(subs.iloc[6:], 8) == (0, 0)  # no GPU submission: nothing to schedule
+
+
 def test_compilation_is_priced_where_it_is_applied():
     """torch.compile applies to training (the trainer compiles), not to evaluation: a training
     job pays compile_s once per attempt and compiled per-layer step overheads; an evaluation
@@ -243,6 +254,8 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     assert "language_train" in out and "exceed their SLURM time limit" not in out
     # every GPU job's predicted peak memory is shown and fits an 80 GB H100 with room to spare
     assert "max_mem_gib" in out and "72.0 GiB usable (90% of 80.0 GiB)" in out
+    clock = re.search(r"8 GPUs: ([\d.,]+) h \(at least ([\d.,]+) h\); 64 GPUs: ([\d.,]+) h", out)
+    assert clock and float(clock[2]) <= float(clock[1]) and float(clock[3]) <= float(clock[1]), out[-600:]
     on_gpu = jobs[jobs["device"] == "gpu"]
     assert on_gpu["memory_gib"].notna().all() and on_gpu["memory_gib"].max() < 0.6 * gpu.usable_bytes / memory.GiB
     assert set(on_gpu.loc[on_gpu["rule"] == "language_train", "memory_key"]) == {"language.micro_batch_tokens"}

@@ -173,6 +173,27 @@ def packing_table(df, subs) -> "pd.DataFrame":
          "gpu_submissions": len(gpu_subs), "gpu_hours": unpacked_gpu_h + packed["gpu_hours"].sum()}])
 
 
+def wall_clock(subs, gpus: int) -> tuple[float, float]:
+    """(hours, lower bound) of the GPU submissions on ``gpus`` GPUs: longest first, each on the
+    GPUs that free up first (a multi-GPU training waits for all of its GPUs); the bound is the
+    larger of their GPU-hours over ``gpus`` and the longest submission. Dependencies between
+    submissions (a language model's analysis after its training) are not modelled: they can
+    only lengthen the schedule."""
+    import heapq
+
+    on_gpu = subs[subs["gpu_hours"] > 0]
+    free = [0.0] * gpus
+    for r in on_gpu.sort_values("predicted_h", ascending=False).itertuples():
+        want = max(1, round(r.gpu_hours / r.predicted_h)) if r.predicted_h else 1
+        need = min(gpus, want)  # a training of more GPUs than there are runs on all, longer
+        taken = [heapq.heappop(free) for _ in range(need)]
+        end = max(taken) + r.predicted_h * want / need
+        for _ in range(need):
+            heapq.heappush(free, end)
+    longest = float(on_gpu["predicted_h"].max()) if len(on_gpu) else 0.0
+    return max(free), max(float(on_gpu["gpu_hours"].sum()) / gpus, longest)
+
+
 def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: int, retries: int,
                 dp_efficiency: float) -> list[str]:
     """What the numbers assume, one line each: printed with the tables."""
@@ -245,13 +266,14 @@ def config_value(config: dict, key: str):
 
 
 def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, retries: int = 2, out=print,
-           dp_efficiency: float = DP_EFFICIENCY, err=None) -> dict:
+           dp_efficiency: float = DP_EFFICIENCY, err=None, gpus_available: tuple = (8, 64)) -> dict:
     """Print the estimate of ``jobs`` (``plan``) and its assumptions; return its tables and
     ``errors``: the jobs that cannot succeed as configured (``memory_errors``, ``time_errors``),
     each also printed through ``err`` (stderr). Hours are device-hours (what a cluster bills); a
     job's longest wall time (``max_job_h``) is what its SLURM limit must cover; ``mfu`` and
     ``gpu_busy`` are a GPU job's predicted model FLOP utilisation and the share of its time its
-    GPU computes for it, alone on the GPU (what packing fills)."""
+    GPU computes for it, alone on the GPU (what packing fills); ``gpus_available``: the GPU
+    counts whose wall clock is printed (``wall_clock``)."""
     from sparselen.packing import jobs_per_gpu
 
     err = err or (lambda line: print(line, file=sys.stderr))
@@ -294,6 +316,11 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
         total["gpu"] = packing["gpu_hours"].iloc[1]
     out("\nTotal: " + ", ".join(f"{h:,.1f} {d.upper()}-h" for d, h in total.items())
         + (f" (with packing; {packing['gpu_hours'].iloc[0]:,.1f} GPU-h without)" if "gpu" in total and n > 1 else ""))
+    if "gpu" in total and gpus_available:
+        clocks = {n: wall_clock(subs, n) for n in gpus_available}
+        out("Wall clock of the GPU submissions (longest first on the GPUs that free up first; dependencies between "
+            "submissions can only add to it): " + "; ".join(
+                f"{n} GPU{'s' * (n != 1)}: {h:,.1f} h (at least {bound:,.1f} h)" for n, (h, bound) in clocks.items()))
     over = subs[(subs["predicted_h"] > subs["limit_h"]) & (subs["attempts"] < math.inf)]
     if len(over):
         out(f"\nWARNING: {len(over)} submission(s) exceed their SLURM time limit (resources.runtime; a group's jobs "
