@@ -90,13 +90,6 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text}: expected a count of at least 1")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     from sparselen import __version__
 

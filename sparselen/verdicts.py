@@ -261,15 +261,46 @@ class Stability:
         return f"unstable: {differs}"
 
 
-def resample_units(data, unit: str, draw) -> dict:
-    """``data`` (tables by name) with the units ``draw`` (values of ``unit``, repeats allowed);
-    a repeated unit gets a new label so it counts as another unit (documents: a cluster drawn
-    twice weighs twice)."""
-    out = {}
-    for name, t in data.items():
-        parts = [t[t[unit] == u].assign(**{unit: f"{u}#{i}"}) for i, u in enumerate(draw)]
-        out[name] = pd.concat(parts, ignore_index=True)
-    return out
+class SeedSubsets:
+    """``data`` (tables by name) restricted to a set of seeds, rows in their order; each
+    table's rows per seed are found once, so each of a thousand seed sets is one gather."""
+
+    def __init__(self, data: dict):
+        self.data = data
+        self.rows = {name: {u: np.asarray(ix) for u, ix in t.groupby("seed", sort=False).indices.items()}
+                     for name, t in data.items()}
+
+    def __call__(self, subset) -> dict:
+        out = {}
+        for name, t in self.data.items():
+            ix = [self.rows[name][u] for u in subset if u in self.rows[name]]
+            out[name] = t.iloc[np.sort(np.concatenate(ix))] if ix else t.iloc[:0]
+        return out
+
+
+class UnitResampler:
+    """``data`` (tables by name) resampled by ``unit`` (values drawn with repeats allowed); a
+    repeated unit gets a new label so it counts as another unit (documents: a cluster drawn
+    twice weighs twice). Each table's rows per unit are found once, so a draw is one gather
+    per table: hundreds of draws of tens of documents stay cheap."""
+
+    def __init__(self, data: dict, unit: str):
+        self.data, self.unit = data, unit
+        self.rows = {name: {u: np.asarray(ix) for u, ix in t.groupby(unit, sort=False).indices.items()}
+                     for name, t in data.items()}
+
+    def __call__(self, draw) -> dict:
+        out = {}
+        for name, t in self.data.items():
+            rows = self.rows[name]
+            parts = [(i, u, rows[u]) for i, u in enumerate(draw) if u in rows]
+            if not parts:
+                out[name] = t.iloc[:0].copy()
+                continue
+            picked = t.iloc[np.concatenate([ix for _, _, ix in parts])].reset_index(drop=True)
+            picked[self.unit] = np.concatenate([np.full(len(ix), f"{u}#{i}", dtype=object) for i, u, ix in parts])
+            out[name] = picked
+        return out
 
 
 def units_of(data, unit: str) -> list:
@@ -293,15 +324,13 @@ def stability(claim: Claim, data: dict, s: Settings, verdict: str) -> Stability:
         strata, (first, most) = seed_strata(n), SEED_DRAWS
         samplers = [_SeedSets(units, m, rng) for m in range(1, n + 1)]
 
-        def tables(subset):
-            return {name: t[t["seed"].isin(subset)] for name, t in data.items()}
+        tables = SeedSubsets(data)
         small = s
     else:
         strata, (first, most) = [Stratum(Fraction(1), None)], DOCUMENT_DRAWS
         samplers = [lambda: tuple(rng.choice(units, n))]
 
-        def tables(draw):
-            return resample_units(data, claim.unit, draw)
+        tables = UnitResampler(data, claim.unit)
         small = replace(s, n_boot=STABILITY_BOOT)
     draws = first
     while True:
