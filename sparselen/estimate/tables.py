@@ -101,6 +101,14 @@ def runtime_key(config: dict, runtime_min: float) -> str:
     return ""
 
 
+# How many packed model groups a SLURM submission runs at once. The SLURM executor plugin starts
+# a group job's members one after another (its jobstep runs the group with `--jobs 1`:
+# snakemake-executor-plugin-slurm issue 469, open; tests/test_slurm.py shows it), so a packed
+# submission takes the sum of its model groups' times; locally (the local-gpus profile) they
+# run side by side, JOBS_PER_GPU at a time.
+SLURM_PACKED_AT_ONCE = 1
+
+
 def submission_seconds(g, jobs_per_gpu: int | None) -> tuple[float, float]:
     """(wall seconds, training seconds) of one submission's jobs ``g``: its levels in turn.
     Unpacked, a level's jobs run side by side, each on its own devices: the longest. Packed
@@ -137,7 +145,7 @@ def submissions(df, retries: int = 2, jobs_per_gpu: int = 1, checkpoint_minutes:
         if not (g["flops"] > 0).any():
             continue
         packed = bool((g["group"] == PACKED_GROUP).any())
-        need, train = submission_seconds(g, jobs_per_gpu if packed else None)
+        need, train = submission_seconds(g, SLURM_PACKED_AT_ONCE if packed else None)
         limit = 60 * g["limit_min"].iloc[0]
         steps, every = int(g["steps"].max()), int(g["checkpoint_every"].max() or 0)
         a = attempts_needed(need, train, steps, every, limit, float(g["restart_s"].max()), retries,
@@ -309,7 +317,9 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     out(f"\nPer job type (max_mem_gib: the largest predicted peak memory of a job, sparselen.estimate.memory; "
         f"mfu, gpu_busy: a GPU job alone on its GPU):\n")
     out(by_rule.to_markdown(index=False, floatfmt=".3g"))
-    out(f"\nSubmissions and GPU-hours, without and with packing ({n} model group(s) per GPU):\n")
+    out(f"\nSubmissions and GPU-hours, without and with packing ({n} model group(s) per GPU; a SLURM submission "
+        f"runs its {n} one after another, {SLURM_PACKED_AT_ONCE} at a time (the executor plugin's group jobs): packing "
+        f"saves submissions and queue waits there, GPU-hours only where they run side by side, as locally):\n")
     out(packing.to_markdown(index=False, floatfmt=".4g"))
     total = {d: g["device_seconds"].sum() / 3600 for d, g in df.groupby("device")}
     if "gpu" in total:
