@@ -37,7 +37,6 @@ from fractions import Fraction
 from typing import Callable
 
 import numpy as np
-import pandas as pd
 
 from sparselen.stats import Resampling
 
