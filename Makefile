@@ -32,7 +32,7 @@ run: venv
 	@$(BIN)/python -m sparselen.runlock --cores $(CORES) all $(SNAKEMAKE_ARGS)
 
 test: venv
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/snakemake --lint

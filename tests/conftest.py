@@ -100,7 +100,8 @@ def smoke_run(tmp_path_factory):
 # `make test` runs the suite on parallel workers (pytest-xdist, --dist loadgroup). Each test
 # file is one group, so a module's fixtures are built once; the tests that share the session's
 # smoke run are one group, so it runs once. The longest groups are handed out first, so the
-# workers finish together.
+# workers finish together (make test passes --no-loadscope-reorder: pytest-xdist would otherwise
+# order the groups by their number of tests, and the two longest could queue on one worker).
 LONGEST_FIRST = ("test_paper_config.py", "smoke", "test_slurm.py", "test_runlock.py")
 
 
