@@ -260,14 +260,20 @@ class Stability:
         return f"unstable: {differs}"
 
 
+def rows_by_unit(data: dict, unit: str) -> dict:
+    """Per table, the row positions of each value of ``unit``: found once, so that each of many
+    resamples is one gather per table."""
+    return {name: {u: np.asarray(ix) for u, ix in t.groupby(unit, sort=False).indices.items()}
+            for name, t in data.items()}
+
+
 class SeedSubsets:
     """``data`` (tables by name) restricted to a set of seeds, rows in their order; each
     table's rows per seed are found once, so each of a thousand seed sets is one gather."""
 
     def __init__(self, data: dict):
         self.data = data
-        self.rows = {name: {u: np.asarray(ix) for u, ix in t.groupby("seed", sort=False).indices.items()}
-                     for name, t in data.items()}
+        self.rows = rows_by_unit(data, "seed")
 
     def __call__(self, subset) -> dict:
         out = {}
@@ -285,8 +291,7 @@ class UnitResampler:
 
     def __init__(self, data: dict, unit: str):
         self.data, self.unit = data, unit
-        self.rows = {name: {u: np.asarray(ix) for u, ix in t.groupby(unit, sort=False).indices.items()}
-                     for name, t in data.items()}
+        self.rows = rows_by_unit(data, unit)
 
     def __call__(self, draw) -> dict:
         out = {}

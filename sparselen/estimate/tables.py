@@ -102,8 +102,8 @@ def runtime_key(config: dict, runtime_min: float) -> str:
 
 
 # How many packed model groups a SLURM submission runs at once. The SLURM executor plugin starts
-# a group job's members one after another (its jobstep runs the group with `--jobs 1`:
-# snakemake-executor-plugin-slurm issue 469, open; tests/test_slurm.py shows it), so a packed
+# a group job's members one after another (its jobstep runs the group with `--jobs 1`;
+# tests/test_slurm.py shows it and fails when they run side by side), so a packed
 # submission takes the sum of its model groups' times; locally (the local-gpus profile) they
 # run side by side, JOBS_PER_GPU at a time.
 SLURM_PACKED_AT_ONCE = 1
