@@ -4,14 +4,16 @@ model sizes, grids, schemes and code paths, so a shape or device error of a 12-l
 width-768, context-2048 model shows here and not on a cluster. Every job runs on a simulated
 GPU (``sparselen/simulated_cuda.py``, asked for by ``SPARSELEN_SIMULATE_CUDA``): the paper's
 ``device: auto`` and ``gpus_per_job: 1`` take the CUDA path, and a tensor left on the wrong
-device fails its job as it would on a GPU.
+device fails its job as it would on a GPU. Two simulated GPUs, one per core: a job waiting for
+another's GPU would leave a core idle.
 
 It runs every kind of job that takes the accelerator path, each at the paper's shapes, not
 every job of the DAG (which would take most of an hour on 2 cores): the parity model of the
 largest K_train over the whole k_test x length grid; on every PPC task the ppc run (its own
 coupled ids predicted and generated), oracle coupling on the paper's parity with a
-scratchpad, and every run without ids (nope, rope and its variant, pose) on
-variable_assignment; every language model (both contexts, RoPE and PoSE); a GPT and an
+scratchpad, and one run of each scheme without ids (nope, rope, pose; a variant such as
+rope_base10000 is its scheme with another model value) on variable_assignment; one language
+model per scheme at its largest context (RoPE at L_long, PoSE at L_short); a GPT and an
 idealized model of the theory. The jobs left out repeat these code paths on other data; tables
 and figures are CPU code, run on the smoke config; the language evaluations on the device are
 ``tests/test_simulated_cuda.py``'s (loss by position at 8,192 tokens would add 4 CPU-minutes;
@@ -33,6 +35,7 @@ from conftest import ROOT, snakemake
 from sparselen import simulated_cuda
 from sparselen.config import load
 from sparselen.modelfile import read_metadata
+from sparselen.variants import run_scheme
 
 PAPER = ROOT / "configs" / "paper.yaml"
 OVERLAY = ROOT / "tests" / "paper" / "overlay.yaml"
@@ -86,14 +89,19 @@ def write_c4_shard(workdir, min_chars: int = 48_000) -> None:
 def accelerator_targets(cfg: dict) -> list[str]:
     """One output per kind of accelerator job of the paper DAG (the module's docstring)."""
     ppc, lang, theory = cfg["ppc"], cfg["language"], cfg["theory"]
-    no_ids = [r for r in ppc["schemes"] if r not in ("coupled", "ppc")]
+    no_ids = {}  # scheme -> its first run: a variant repeats its scheme's code path
+    for run in ppc["schemes"]:
+        no_ids.setdefault(run_scheme(ppc, run), run)
     ppc_runs = ([(task, "ppc") for task in ppc["tasks"]] + [("parity_scratchpad", "coupled")]
-                + [("variable_assignment", run) for run in no_ids])
+                + [("variable_assignment", run) for scheme, run in no_ids.items() if scheme not in ("coupled", "ppc")])
+    language = {}  # scheme -> its largest context
+    for size in ("short", "long"):
+        for scheme in lang["schemes"][size]:
+            language[scheme] = max(language.get(scheme, 0), lang["contexts"][size])
     k = max(theory["gpt"]["k"])
     return [f"results/parity/K{max(cfg['parity']['K_train'])}/seed0/eval.csv",
             *(f"results/ppc/{task}/{run}/seed0/eval.csv" for task, run in ppc_runs),
-            *(f"results/language/ctx{lang['contexts'][size]}/{scheme}/seed0/model.pt"
-              for size in ("short", "long") for scheme in lang["schemes"][size]),
+            *(f"results/language/ctx{context}/{scheme}/seed0/model.pt" for scheme, context in language.items()),
             f"results/theory/gpt/coupled/k{k}/seed0/eval.csv", f"results/theory/sfa/coupled/k{k}/seed0/eval.csv"]
 
 
@@ -105,7 +113,7 @@ def test_the_paper_config_runs_on_a_simulated_gpu(tmp_path):
     targets = accelerator_targets(cfg)
     assert {"ppc", "coupled", "nope", "rope", "pose"} <= {t.split("/")[3] for t in targets if "/ppc/" in t}
     out = snakemake(tmp_path, *targets, "--cores", "2", configfile=[PAPER, OVERLAY], timeout=3000,
-                    env={simulated_cuda.ENV: "1"})
+                    env={simulated_cuda.ENV: "2", "SPARSELEN_GPU_LOCKS": str(tmp_path / "gpu-locks")})
     print(out.stderr[-2000:])
     for target in targets:
         assert (tmp_path / target).stat().st_size > 0, target
