@@ -4,8 +4,9 @@
   runs): the Student-t interval of per-seed values (``t_interval``, ``summarize``), Welch's
   interval of a difference between two sets of runs (``welch_interval``), and Spearman's rho
   of a run's cells (``spearman``). A run's accuracy is measured on n samples, so the spread
-  the claims' intervals use is floored at that evaluation noise (``binomial_noise``,
-  ``ratio_noise``): seeds that agree exactly do not make an interval of zero width.
+  the claims' and the accuracy tables' intervals use is floored at that evaluation noise
+  (``binomial_noise``, ``ratio_noise``): seeds that agree exactly do not make an interval of
+  zero width.
 - Over tokens (the natural-language statistics): plain bootstrap (``bootstrap_ci``) and
   resamples of whole documents (``ClusterBootstrap``, ``cluster_interval``, ``cluster_ci``),
   since tokens of one document are not independent; a difference between two kinds of tokens
@@ -107,11 +108,14 @@ def welch_interval(a, b, level: float = 0.95, noise_a=None, noise_b=None) -> tup
 
 
 def summarize(df: pd.DataFrame, by: list[str], value: str, seed_col: str = "seed",
-              clip: tuple[float, float] | None = (0.0, 1.0)) -> pd.DataFrame:
-    """One row per ``by`` group: mean, ci_low, ci_high, n_seeds of ``value`` over seeds."""
+              clip: tuple[float, float] | None = (0.0, 1.0), n_col: str | None = None) -> pd.DataFrame:
+    """One row per ``by`` group: mean, ci_low, ci_high, n_seeds of ``value`` over seeds.
+    ``n_col``: each run's sample count, where ``value`` is an accuracy over that many samples;
+    the spread is then floored at their binomial noise (``binomial_noise``), as the claims'
+    intervals are, so seeds that all score 0 or 1 do not read as certain."""
     rows = []
     for key, g in df.groupby(by, sort=True):
-        mean, lo, hi = t_interval(g[value])
+        mean, lo, hi = t_interval(g[value], noise=binomial_noise(g[value], g[n_col]) if n_col else None)
         if clip is not None and not np.isnan(lo):
             lo, hi = max(lo, clip[0]), min(hi, clip[1])
         rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))),

@@ -36,8 +36,9 @@ def runs_provenance(*runs: pd.DataFrame) -> dict:
 
 
 def summary_table(df: pd.DataFrame, by: list[str], value: str = "accuracy") -> pd.DataFrame:
-    """Mean and 95% interval over seeds of ``value`` per ``by`` cell, with per-cell sample counts."""
-    out = summarize(df, by, value)
+    """Mean and 95% interval over seeds of ``value`` (an accuracy over each run's ``n`` samples:
+    the interval is floored at their binomial noise) per ``by`` cell, with per-cell sample counts."""
+    out = summarize(df, by, value, n_col="n")
     n = df.groupby(by, sort=True)["n"].sum().rename("n_samples").reset_index()
     return out.merge(n, on=by)
 

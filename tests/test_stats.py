@@ -26,6 +26,16 @@ def test_summarize_groups_and_clips():
     assert np.isfinite(out["ci_low"]).all()
 
 
+def test_a_table_of_seeds_that_all_score_one_keeps_their_evaluation_noise():
+    """Four seeds at exact match 1.00 on 200 samples each: a table's interval is floored at the
+    samples' binomial noise when it knows their count, as the claims' intervals are."""
+    df = pd.DataFrame({"size": [5] * 4, "seed": range(4), "accuracy": [1.0] * 4, "n": [200] * 4})
+    floored = summarize(df, ["size"], "accuracy", n_col="n").iloc[0]
+    assert floored["mean"] == 1.0 and 0.99 < floored["ci_low"] < 1.0 and floored["ci_high"] == 1.0  # clipped
+    bare = summarize(df, ["size"], "accuracy").iloc[0]
+    assert bare["ci_low"] == bare["ci_high"] == 1.0
+
+
 def test_four_seeds_at_one_give_an_interval_of_nonzero_width():
     """Four runs at exact match 1.00 on 200 samples each: every seed agrees, but each value
     carries the noise of its 200 samples, so the interval is not [1.00, 1.00]."""

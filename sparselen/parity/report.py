@@ -1,5 +1,6 @@
-"""The sparse parity table (mean and 95% t-interval over seeds per cell), its figure (a heatmap
-of k_test x length per K_train, the paper's grid) and its layout in the report."""
+"""The sparse parity table (mean and 95% t-interval over seeds per cell, floored at the
+evaluation noise), its figure (a heatmap of k_test x length per K_train, the paper's grid) and
+its layout in the report."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
     t = summary_table(df, CELL)
     prov = runs_provenance(df)
     write_table(t, out_csv, out_md, "Sparse parity: accuracy by K_train, k_test and length "
-                "(mean and 95% t-interval over seeds)", prov)
+                "(mean and 95% t-interval over seeds, floored at the evaluation noise of each run's samples)", prov)
     return t
 
 

@@ -22,6 +22,9 @@ METRICS = {"exact_match": ("accuracy", None), "position_ids": ("position_accurac
            "first_id_beyond": ("first_id_accuracy_beyond", ("ppc",)),
            "exact_match_within": ("accuracy_within", ("coupled", "ppc")),
            "exact_match_beyond": ("accuracy_beyond", ("coupled", "ppc"))}
+# metrics over every sample of a cell (intervals floored at their binomial noise); the others
+# are shares of a subset (first lookups within or beyond the trained distances, later ids)
+OVER_ALL_SAMPLES = {"accuracy", "position_accuracy", "first_id_accuracy"}
 # the curves of the figure besides exact match: ppc's ids, dashed, and its first id, dash-dot
 FIGURE_METRICS = {"position_ids": (" (position ids)", "--"), "first_id": (" (first id)", "-.")}
 CAPTIONS = {"ppc": "Position coupling and Predictive Position Coupling. Exact match of the whole generated answer "
@@ -57,7 +60,8 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
         runs = df if schemes is None else df[df["scheme"].isin(schemes)]
         runs = runs.dropna(subset=[column]) if column in runs else runs.iloc[:0]
         if not runs.empty:
-            parts.append(summarize(runs, by, column).assign(metric=metric))
+            parts.append(summarize(runs, by, column, n_col="n" if column in OVER_ALL_SAMPLES else None)
+                         .assign(metric=metric))
     counts = df.groupby(by).agg(n_samples=("n", "sum"), prompt_tokens=("prompt_tokens", "first")).reset_index()
     if "n_beyond" in df:
         beyond = df.groupby(by)[["n_beyond", "n"]].sum()
@@ -71,7 +75,8 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
     write_table(t, out_csv, out_md, "Position coupling and PPC: exact-match accuracy by task, scheme and input "
                 "size, and PPC's id diagnostics (first response id, later ids, first id and exact match by the first "
                 "lookup's distance: within the training sizes' or beyond; beyond_lookup: the share of samples beyond) "
-                "(mean and 95% t-interval over seeds, test samples)", prov)
+                "(mean and 95% t-interval over seeds, test samples; floored at the evaluation noise of each run's samples where "
+                "a metric is over all of them)", prov)
     return t
 
 
