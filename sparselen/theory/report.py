@@ -41,12 +41,12 @@ def table(eval_csvs, out, floor: float) -> pd.DataFrame:
     """``out`` has the output paths csv, md, slopes_csv, slopes_md."""
     df = read_tables(eval_csvs)
     by = ["model", "distribution", "k", "ratio", "length", "n_values"]
-    t = summarize(df, by, "log_loss", clip=None).merge(
-        summarize(df, by, "error").rename(columns={"mean": "error_mean", "ci_low": "error_ci_low",
-                                                   "ci_high": "error_ci_high"}).drop(columns="n_seeds"), on=by)
+    error = summarize(df, by, "error", n_col="n").rename(
+        columns={"mean": "error_mean", "ci_low": "error_ci_low", "ci_high": "error_ci_high"})
+    t = summarize(df, by, "log_loss", clip=None).merge(error.drop(columns="n_seeds"), on=by)
     prov = runs_provenance(df)
-    write_table(t, out.csv, out.md, "Theory: log loss (mean, 95% t-interval over seeds) and 0-1 error at "
-                "Lbar = ratio * L", prov, floatfmt=".3g")
+    write_table(t, out.csv, out.md, "Theory: log loss (mean, 95% t-interval over seeds) and 0-1 error (its interval "
+                "floored at the evaluation noise of each run's samples) at Lbar = ratio * L", prov, floatfmt=".3g")
     write_table(fit_slopes(t, floor), out.slopes_csv, out.slopes_md, "Theory: slope of log(log loss) on "
                 f"log(Lbar/L), and error ratios (the bound's shape is (Lbar/L)^2; losses floored at {floor:g})", prov, floatfmt=".3g")
     return t
