@@ -1,7 +1,8 @@
 # Two commands do everything (see README):
 #   make run    build .venv if missing, then the whole pipeline on config.yaml
 #               (SNAKEMAKE_ARGS="--configfile configs/cpu-extended.yaml" or "--config seed_offset=10")
-#   make test   build .venv if missing, then the test suite (TEST_WORKERS=2 parallel workers)
+#   make test   build .venv if missing, set up the tests' extras (tests/extras.py), then the test suite
+#               (TEST_WORKERS=2 parallel workers)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -31,7 +32,9 @@ $(VENV)/.installed: pyproject.toml
 run: venv
 	@$(BIN)/python -m sparselen.runlock --cores $(CORES) all $(SNAKEMAKE_ARGS)
 
+# tests/extras.py first: the OLMo codebase and headless Chromium that two test modules read (cached)
 test: venv
+	@$(BIN)/python tests/extras.py
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 lint: venv

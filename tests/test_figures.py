@@ -1,11 +1,10 @@
 """The figures at the paper's grid, as the report shows them: no text below the minimum size at
 the PNG's resolution and the report's width, every scheme visible, marks where the claims do
-not read a panel, intervals in log space; and, in headless Chromium when it is installed, the
-report's own text and figures at a readable size."""
+not read a panel, intervals in log space; and, in headless Chromium (which the test command
+installs: tests/extras.py), the report's own text and figures at a readable size."""
 
 import math
 import re
-import shutil
 import subprocess
 
 import matplotlib
@@ -15,6 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
+from extras import chromium  # noqa: E402
 from sparselen import plotting  # noqa: E402
 from sparselen.plotting import MIN_TEXT_POINTS, PNG_DPI, readable_text  # noqa: E402
 
@@ -139,8 +139,7 @@ def test_text_smaller_than_the_minimum_is_found():
 # ----------------------------------------------------------------------------- the report in a browser
 
 MIN_CSS_PX = 12.0  # no text of the report renders smaller
-CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
-                 if shutil.which(name)), None)
+CHROMIUM, NO_CHROMIUM = chromium()
 MEASURE = """<script>
 window.addEventListener('load', () => {
   let min = 1e9;
@@ -155,7 +154,7 @@ window.addEventListener('load', () => {
 </script>"""
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian: apt-get install chromium)")
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_the_report_reads_at_its_size_in_a_browser(tmp_path):
     from sparselen.parity.report import figure
     from sparselen.report import render

@@ -1,12 +1,9 @@
 """Cross-check against the OLMo codebase itself (allenai/OLMo, the code the paper trained with).
 
-Opt-in: the codebase is not a dependency (ai2-olmo 0.6.0 pins numpy<2 and pulls boto3, GCS,
-datasets...). Point ``SPARSELEN_OLMO_SRC`` at an unpacked ``ai2-olmo==0.6.0`` wheel and make
-``omegaconf`` importable, e.g.
-
-    pip download --no-deps --only-binary :all: ai2-olmo==0.6.0 -d /tmp/w && unzip -q /tmp/w/*.whl -d /tmp/w/src
-    pip install --target /tmp/w/deps omegaconf
-    SPARSELEN_OLMO_SRC=/tmp/w/src PYTHONPATH=/tmp/w/deps .venv/bin/python -m pytest tests/test_olmo_codebase.py
+The codebase is not a dependency (ai2-olmo 0.6.0 pins numpy<2 and pulls boto3, GCS,
+datasets...): the test command caches its wheel, unpacked, and ``omegaconf`` in a folder of its
+own (``tests/extras.py``; ``make test`` runs it). ``SPARSELEN_OLMO_SRC`` points at another
+unpacked ``ai2-olmo==0.6.0`` wheel (with ``omegaconf`` importable).
 
 Only ``olmo/model.py`` and ``olmo/config.py`` are imported (``olmo/util.py``, which needs the
 cloud clients, is replaced by the one class ``config.py`` takes from it).
@@ -20,13 +17,16 @@ import types
 import pytest
 import torch
 
+from extras import olmo_source
 from sparselen.olmo import VARIANTS, Olmo, OlmoConfig, from_olmo_codebase, olmo_codebase_config
 
-SRC = os.environ.get("SPARSELEN_OLMO_SRC")
-pytestmark = pytest.mark.skipif(not SRC, reason="set SPARSELEN_OLMO_SRC to an unpacked ai2-olmo wheel")
+SRC, DEPS, UNAVAILABLE = olmo_source()
+pytestmark = pytest.mark.skipif(SRC is None, reason=UNAVAILABLE)
 
 
 def import_codebase():
+    if DEPS is not None and str(DEPS) not in sys.path:
+        sys.path.append(str(DEPS))
     pytest.importorskip("omegaconf")
     if "olmo.model" not in sys.modules:
         pkg = types.ModuleType("olmo")
