@@ -3,6 +3,7 @@
 
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -65,9 +66,12 @@ def test_a_whole_gpu_job_waits_for_the_slots_of_one_gpu(tmp_path):
             [sys.executable, "-c", "from sparselen import gpu_slots; "
              f"print(gpu_slots.claim(1, {str(tmp_path)!r}, slots=2, whole=True), flush=True)"],
             stdout=subprocess.PIPE, text=True)
-        with pytest.raises(subprocess.TimeoutExpired):
-            whole.wait(timeout=3)
+        deadline = time.monotonic() + 60  # however slowly it starts (a loaded machine): until it holds slot 0
+        while gpu_slots.held_slots(["0"], tmp_path, 2) != [2] and whole.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert gpu_slots.held_slots(["0"], tmp_path, 2) == [2]  # slot 0 taken by the waiting job
+        with pytest.raises(subprocess.TimeoutExpired):  # which keeps waiting for slot 1
+            whole.wait(timeout=1)
     finally:
         packed.communicate("")
     assert whole.communicate(timeout=60)[0].strip() == "0"
