@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -167,6 +168,7 @@ def plot_heatmaps(summary: pd.DataFrame, panel: str, row: str, col: str, value: 
     fig.tight_layout(rect=(0, (0.3 if handles else 0) / fig.get_figheight(), 0.9, 1))
     if image is not None:
         bar = fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.03, pad=0.02)
+        bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v)))  # the cells' unit
         bar.set_label(colorbar_label, fontsize=8)
         bar.ax.tick_params(labelsize=MIN_TEXT_POINTS)
     if handles:

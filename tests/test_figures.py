@@ -51,6 +51,10 @@ def test_parity_at_the_papers_grid_is_a_readable_heatmap_per_k_train(tmp_path, d
     assert len(boxes) == 1 and boxes[0].get_width() == 4 and boxes[0].get_height() == 1  # 2l in [20, 50], k = 4
     assert len([p for p in ax.patches if p.get_hatch()]) == 6
     assert [t.get_color() for t in ax.get_yticklabels()][:2] == ["black", "0.45"]
+    bar = next(a for a in fig.axes if a.get_ylabel().startswith("accuracy"))
+    fig.canvas.draw()
+    ticks = [t.get_text() for t in bar.get_yticklabels() if t.get_text()]
+    assert ticks and all(t.isdigit() and 50 <= int(t) <= 100 for t in ticks), ticks  # percent, as the cells
 
 
 def ppc_table():
