@@ -23,6 +23,18 @@ def no_gpu(requested: str, gpus: int) -> NoGpu:
                  "Install a CUDA build of torch or run on a GPU node; to train on CPUs set gpus_per_job: 0")
 
 
+COMPILE_CACHE = ".cache/torchinductor"  # under the working directory: one cache per campaign
+
+
+def share_compile_cache(workdir=".") -> None:
+    """Point torch.compile's cache (inductor and its Triton kernels) at COMPILE_CACHE under the
+    workflow's working directory, unless ``TORCHINDUCTOR_CACHE_DIR`` is set: every job of a
+    campaign, on any node of a shared file system, then reuses the kernels the first job of a
+    shape compiled, where the default (a folder under /tmp) is private to a node and to a job's
+    allocation."""
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.abspath(os.path.join(workdir, COMPILE_CACHE)))
+
+
 def under_torchrun() -> bool:
     """Whether this process is one of several torchrun workers (which pick their GPU themselves:
     ``sparselen.distributed``)."""

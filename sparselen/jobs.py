@@ -26,7 +26,7 @@ from types import SimpleNamespace
 import torch
 
 from sparselen import simulated_cuda
-from sparselen.device import configure_cpu, resolve_device
+from sparselen.device import configure_cpu, resolve_device, share_compile_cache
 
 
 @dataclass(frozen=True)
@@ -126,4 +126,6 @@ def run(job) -> None:
     when ``SPARSELEN_SIMULATE_CUDA`` asks for them: ``sparselen.simulated_cuda``)."""
     with log_to(list(job.log)), simulated_cuda.from_env():
         configure_cpu(job.threads)
+        if job.config.get("compile"):
+            share_compile_cache()
         step_function(job.rule)(job)

@@ -3,6 +3,7 @@
 import copy
 import json
 import logging
+import os
 import signal
 import subprocess
 import time
@@ -101,17 +102,22 @@ def test_checkpoint_of_another_config_is_ignored(tmp_path, caplog):
     assert len(load_state(tmp_path / "model.pt")["log"]) == 2
 
 
-def test_runtime_knobs_keep_the_checkpoint(tmp_path, caplog):
+def test_runtime_knobs_keep_the_checkpoint(tmp_path, caplog, monkeypatch):
     """device, compile, threads and micro-batches are not part of a run's identity: a checkpoint
-    written under one setting resumes under another."""
+    written under one setting resumes under another. A compiled job keeps its kernels in the
+    campaign's cache under the working directory (``sparselen.device.share_compile_cache``)."""
     caplog.set_level(logging.INFO)
     killed = tmp_path / "killed"
     killed.mkdir()
     kill_after_checkpoint(train_cmd(killed), killed / "ckpt.pt")
     at = load_state(killed / "ckpt.pt")["step"]
+    monkeypatch.chdir(tmp_path)  # the workflow's working directory
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
     run_job(train_job(killed, compile=True, threads=2, parity={"micro_batch": 4}))
     assert f"resumed from {killed / 'ckpt.pt'} at step {at}" in caplog.text
     assert (killed / "model.pt").exists()
+    cache = tmp_path / ".cache/torchinductor"
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(cache) and any(cache.rglob("*.py"))
 
 
 def test_summary_is_written_before_the_last_checkpoint_and_it_is_kept(tmp_path, monkeypatch):
