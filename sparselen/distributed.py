@@ -288,8 +288,11 @@ def label_counts(batch: Batch) -> tuple[int, int]:
 if __name__ == "__main__":  # a node of a multi-node ``launch`` (--node), or one torchrun worker
     if sys.argv[1] == "--node":
         node_main(*sys.argv[2:6])
+    import faulthandler
+
     from sparselen.jobs import Job, run
 
+    faulthandler.enable()  # a worker killed by a fatal signal (an abort in C++) leaves every thread's stack in the log
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     spec = json.loads(Path(sys.argv[1]).read_text())
     threads = spec.pop("threads")
