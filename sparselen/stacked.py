@@ -141,17 +141,8 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
     t_start = t_last = t_saved = time.perf_counter()
     while step < cfg.steps:
         batches = [apply_position_scheme(fn(step), model_cfg, c, step) for fn, c in zip(batch_fns, cfgs)]
-        batch = stack_batches(batches)
-        opt.zero_grad(set_to_none=True)
-        on_device, positions = to_device(batch, S, device)
-        with autocast(device):
-            losses, parts = stacked_loss(fwd, on_device, S, cfg.position_loss_weight, positions)
-        losses.sum().backward()
-        if cfg.optim.grad_clip:
-            clip_grad_norm_per_run(model.parameters(), cfg.optim.grad_clip)
         lr = sched.get_last_lr()[0]
-        opt.step()
-        sched.step()
+        losses, parts = train_step(fwd, model, opt, sched, batches, cfg, device)
         step += 1
         for s, b in enumerate(batches):
             seq_len = b.input_ids.shape[1]
@@ -162,7 +153,7 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
         if step % cfg.log_every == 0 or step == cfg.steps:
             now = time.perf_counter()
             seconds = max(now - t_last, 1e-9)
-            totals, values = losses.detach().float().tolist(), {k: v.float().tolist() for k, v in parts.items()}
+            totals, values = losses.float().tolist(), {k: v.float().tolist() for k, v in parts.items()}
             for s in range(S):
                 row = {"step": step, "loss": totals[s], "lr": lr, "tokens_per_s": float(tokens_since[s]) / seconds}
                 if peak:
@@ -191,6 +182,23 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
         write_outputs(run.files, run_state(model_sd, s), model_cfg, prov, rows[s], summary)
         summaries.append(summary)
     return summaries
+
+
+def train_step(fwd, model, opt, sched, batches: list[Batch], cfg: TrainConfig, device: torch.device):
+    """One step of every run of the stack ``model`` (``fwd``: it, or its compiled form) on the
+    runs' ``batches`` (position scheme applied): forward, backward, per-run clipping, AdamW
+    and schedule; returns the (S,) losses and their parts, still on the device."""
+    S = len(batches)
+    opt.zero_grad(set_to_none=True)  # before the forward pass: activations never sit beside old gradients
+    on_device, positions = to_device(stack_batches(batches), S, device)
+    with autocast(device):
+        losses, parts = stacked_loss(fwd, on_device, S, cfg.position_loss_weight, positions)
+    losses.sum().backward()
+    if cfg.optim.grad_clip:
+        clip_grad_norm_per_run(model.parameters(), cfg.optim.grad_clip)
+    opt.step()
+    sched.step()
+    return losses.detach(), parts
 
 
 def stack_batches(batches: list[Batch]) -> Batch:
