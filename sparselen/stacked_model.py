@@ -76,12 +76,13 @@ def stack_models(models: list[GPTNeoX]) -> GPTNeoX:
     first = models[0]
     if not isinstance(first, GPTNeoX) or any(m.cfg != first.cfg for m in models):
         raise ValueError("only GPT-NeoX models of one architecture stack")
-    stacked = GPTNeoX(first.cfg).to(next(first.parameters()).device)
+    stacked = GPTNeoX(first.cfg)
     for name, module in list(stacked.named_modules()):
         grouped = GROUPED.get(type(module))
         if grouped is not None:
             parent, _, attr = name.rpartition(".")
             setattr(stacked.get_submodule(parent), attr, grouped(len(models), module))
+    stacked.to(next(first.parameters()).device)
     stacked.load_state_dict(stack_state([m.state_dict() for m in models]))
     return stacked
 

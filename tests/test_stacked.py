@@ -199,3 +199,39 @@ def test_a_killed_stack_resumes_every_run_to_the_weights_of_an_uninterrupted_one
     assert max(weight_diffs("mixed")) < 1e-3
     straight = load_state(tmp_path / "straight/0/model.pt")["log"]
     assert straight[-1]["loss"] < straight[0]["loss"]  # it learned something
+
+
+def test_a_stack_on_the_simulated_gpu_trains_as_on_the_cpu(tmp_path, monkeypatch):
+    """The CUDA path (fused AdamW, labelled positions alone unembedded: parity labels one token a
+    row, as many in every run) on the simulated GPU: each run's weights as the CPU stack's."""
+    from sparselen.simulated_cuda import simulate
+
+    def specs(where, device):
+        out = [parity_job(tmp_path / where / str(s), s, steps=6) for s in SEEDS]
+        for spec in out:
+            spec["config"] = {**spec["config"], "device": device}
+        return out
+
+    import sparselen.stacked as stacked
+
+    train_jobs([as_job(spec) for spec in specs("cpu", "cpu")])
+    selected = []
+    copy_positions = stacked.device_copy
+    monkeypatch.setattr(stacked, "device_copy", lambda t, d: selected.append(len(t)) or copy_positions(t, d))
+    with simulate(1):
+        train_jobs([as_job(spec) for spec in specs("cuda", "cuda")])
+    for s in SEEDS:
+        a, b = load_state(tmp_path / f"cpu/{s}/model.pt"), load_state(tmp_path / f"cuda/{s}/model.pt")
+        assert b["provenance"]["device"].startswith("cuda")
+        diff = max(float((a["model"][k] - b["model"][k]).abs().max()) for k in a["model"])
+        assert diff < 5e-5, (s, diff)
+    assert selected == [3 * 8] * 6  # every step unembedded one position per row
+
+
+def test_labelled_positions_stay_grouped_by_run_only_when_every_run_has_as_many():
+    from sparselen.stacked_model import equal_share
+
+    rows, T = 6, 5  # 3 runs of 2 rows
+    last = torch.arange(rows) * T + T - 1
+    assert equal_share(last, rows, 3, T) and equal_share(None, rows, 3, T)
+    assert not equal_share(torch.cat([last, torch.tensor([0])]).sort().values, rows, 3, T)
