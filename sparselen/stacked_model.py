@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sparselen.model import GPTNeoX, ModelConfig
+from sparselen.model import GPTNeoX
 
 
 class StackedLinear(nn.Module):

@@ -145,7 +145,8 @@ def test_weight_decay_groups_are_a_single_runs():
     one, stack = GPTNeoX(cfg), stack_models([GPTNeoX(cfg), GPTNeoX(cfg)])
     names = {id(p): n for n, p in stack.named_parameters()}
     single = {id(p): n for n, p in one.named_parameters()}
-    groups = [[names[id(p)] for p in g["params"]] for g in make_optimizer(stack, OptimConfig(), stack_dims=1).param_groups]
+    stacked_groups = make_optimizer(stack, OptimConfig(), stack_dims=1).param_groups
+    groups = [[names[id(p)] for p in g["params"]] for g in stacked_groups]
     assert groups == [[single[id(p)] for p in g["params"]] for g in make_optimizer(one, OptimConfig()).param_groups]
     assert groups[1] and all(n.endswith("bias") or "norm" in n for n in groups[1])
 
