@@ -21,7 +21,8 @@ Each run reads and writes exactly the files ``train`` does (its checkpoint, mode
 and summary, in the same format), so a stack resumes a run trained alone and the other way
 round, and nothing downstream sees a difference; a summary adds ``stacked_runs``. Runs whose
 checkpoints stand at different steps (a kill between two runs' checkpoint writes) train as
-separate stacks, one per step. Micro-batches and data parallelism are not used in a stack.
+separate stacks, one per step. A step takes micro-steps of ``micro_batch`` rows of every run
+where the slice sets one; data parallelism is not used in a stack.
 Log rows' throughput is each run's: its tokens (and FLOPs) over the stack's time.
 """
 
@@ -119,8 +120,6 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
         rows = [list(s["log"]) for s in states]
         for run in runs:
             log.info("resumed from %s at step %d", run.files.checkpoint, step)
-    if cfg.micro_batch:
-        log.info("micro_batch = %d is not used in a stack: one pass over all %d runs' rows", cfg.micro_batch, S)
     resumed_from = step
     chashes = [config_hash(run.identity) for run in runs]
     codes = [code_fingerprint(*run.code) for run in runs]
@@ -187,18 +186,63 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
 def train_step(fwd, model, opt, sched, batches: list[Batch], cfg: TrainConfig, device: torch.device):
     """One step of every run of the stack ``model`` (``fwd``: it, or its compiled form) on the
     runs' ``batches`` (position scheme applied): forward, backward, per-run clipping, AdamW
-    and schedule; returns the (S,) losses and their parts, still on the device."""
+    and schedule; returns the (S,) losses and their parts, still on the device.
+
+    One pass when ``cfg.micro_batch`` is 0 or covers a run's rows; else micro-steps of
+    ``micro_batch`` rows of every run, each run's losses summed over its labels and divided by
+    its whole step's label counts, so the micro-steps' gradients add up to the one-pass step's
+    (as ``sparselen.train.backward`` does for one run)."""
     S = len(batches)
     opt.zero_grad(set_to_none=True)  # before the forward pass: activations never sit beside old gradients
-    on_device, positions = to_device(stack_batches(batches), S, device)
-    with autocast(device):
-        losses, parts = stacked_loss(fwd, on_device, S, cfg.position_loss_weight, positions)
-    losses.sum().backward()
+    batch = stack_batches(batches)
+    rows = batch.input_ids.shape[0] // S
+    if not cfg.micro_batch or cfg.micro_batch >= rows:
+        losses, parts = backward(fwd, batch, S, cfg, device)
+    else:
+        counts = tuple(None if c is None else device_copy(c, device) for c in label_counts_per_run(batch, S))
+        losses, parts = 0.0, {}
+        for piece in micro_batches(batch, S, cfg.micro_batch):
+            piece_losses, piece_parts = backward(fwd, piece, S, cfg, device, counts)
+            losses = losses + piece_losses
+            parts = {k: parts.get(k, 0.0) + v for k, v in piece_parts.items()}
     if cfg.optim.grad_clip:
         clip_grad_norm_per_run(model.parameters(), cfg.optim.grad_clip)
     opt.step()
     sched.step()
+    return losses, parts
+
+
+def backward(fwd, batch: Batch, stack: int, cfg: TrainConfig, device: torch.device, counts=None):
+    """Forward and backward pass of a stacked ``batch`` (a step's or a micro-step's); returns
+    its (S,) losses and parts, detached. ``counts``: the whole step's (S,) label counts
+    (``label_counts_per_run``) a micro-step's losses are divided by."""
+    on_device, positions = to_device(batch, stack, device)
+    with autocast(device):
+        losses, parts = stacked_loss(fwd, on_device, stack, cfg.position_loss_weight, positions, counts)
+    losses.sum().backward()
     return losses.detach(), parts
+
+
+def micro_batches(batch: Batch, stack: int, rows: int) -> list[Batch]:
+    """A stacked batch in micro-batches of ``rows`` rows of every run (still grouped by run):
+    the i-th holds rows i*rows..(i+1)*rows-1 of each run."""
+    per_run = batch.input_ids.shape[0] // stack
+    if per_run % rows:
+        raise ValueError(f"a run's batch of {per_run} rows does not split into micro-batches of {rows} rows; "
+                         "make the micro-batch a divisor of the rows per step")
+    pieces = []
+    for start in range(0, per_run, rows):
+        index = (torch.arange(stack)[:, None] * per_run + torch.arange(start, start + rows)).flatten()
+        pieces.append(Batch(*(None if getattr(batch, f.name) is None else getattr(batch, f.name).index_select(0, index)
+                              for f in dataclasses.fields(Batch))))
+    return pieces
+
+
+def label_counts_per_run(batch: Batch, stack: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(S,) labelled tokens and (S,) labelled position ids (None without) of each run's rows."""
+    tokens = (batch.labels != IGNORE).view(stack, -1).sum(1)
+    ids = None if batch.position_labels is None else (batch.position_labels != IGNORE).view(stack, -1).sum(1)
+    return tokens, ids
 
 
 def stack_batches(batches: list[Batch]) -> Batch:
@@ -230,20 +274,26 @@ def to_device(batch: Batch, stack: int, device: torch.device) -> tuple[Batch, to
     return batch.to(device), None if positions is None else device_copy(positions, device)
 
 
-def per_run_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, stack: int) -> torch.Tensor:
-    """(S,) each run's mean cross-entropy over its labelled rows (``labels`` grouped by run)."""
+def per_run_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, stack: int,
+                          counts: torch.Tensor | None = None) -> torch.Tensor:
+    """(S,) each run's mean cross-entropy over its labelled rows (``labels`` grouped by run);
+    ``counts``: its summed cross-entropy over these (S,) label counts of a whole step instead
+    (a micro-step's share, as ``sparselen.distributed.loss_share``)."""
     losses = F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="none").view(stack, -1)
-    counts = (labels != IGNORE).view(stack, -1).sum(1)
-    return losses.sum(1) / counts
+    if counts is None:
+        return losses.sum(1) / (labels != IGNORE).view(stack, -1).sum(1)
+    return losses.sum(1) / counts.clamp(min=1)
 
 
-def stacked_loss(model, batch: Batch, stack: int, position_loss_weight: float = 1.0, positions=None):
-    """``sparselen.train.loss_fn`` of each run: (S,) losses and their (S,) parts."""
+def stacked_loss(model, batch: Batch, stack: int, position_loss_weight: float = 1.0, positions=None, counts=None):
+    """``sparselen.train.loss_fn`` of each run: (S,) losses and their (S,) parts; ``counts``:
+    (token, position-id) label counts per run of the whole step, for a micro-step's share."""
     logits, pos_logits, labels, position_labels = unembedded(model, batch, positions)
-    loss = per_run_cross_entropy(logits, labels, stack)
+    token_counts, id_counts = counts if counts is not None else (None, None)
+    loss = per_run_cross_entropy(logits, labels, stack, token_counts)
     parts = {"token_loss": loss.detach()}
     if pos_logits is not None and position_labels is not None:
-        pos_loss = per_run_cross_entropy(pos_logits, position_labels, stack)
+        pos_loss = per_run_cross_entropy(pos_logits, position_labels, stack, id_counts)
         parts["position_loss"] = pos_loss.detach()
         loss = loss + position_loss_weight * pos_loss
     return loss, parts
