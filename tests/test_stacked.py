@@ -197,7 +197,6 @@ def test_a_killed_stack_resumes_every_run_to_the_weights_of_an_uninterrupted_one
     train_jobs([as_job(spec) for spec in mixed[:2]])
     assert f"resumed from {tmp_path / 'mixed/0/ckpt.pt'}" in caplog.text and "mixed/1/ckpt.pt at" not in caplog.text
     alone(mixed[2])
-    print("MIXED", at, weight_diffs("mixed"))
     assert max(weight_diffs("mixed")) < 1e-3
     straight = load_state(tmp_path / "straight/0/model.pt")["log"]
     assert straight[-1]["loss"] < straight[0]["loss"]  # it learned something
