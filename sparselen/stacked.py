@@ -108,7 +108,8 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
     for c in cfgs:
         torch.manual_seed(c.seed)
         models.append(build_model(model_cfg).to(device))
-    single, model = models[0], stack_models(models)
+    single, model = models[0], stack_models(models)  # single: a run's FLOPs and parameter count
+    del models
     opt = make_optimizer(model, cfg.optim, fused=cuda, stack_dims=1)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.optim, cfg.schedule_steps or cfg.steps))
     rows = [[] for _ in runs]
@@ -135,8 +136,7 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
 
     model.train()
     flops_per_token = {}
-    tokens_since, flops_since = torch.zeros(S), torch.zeros(S, dtype=torch.float64)
-    tokens_run, flops_run = tokens_since.clone(), flops_since.clone()
+    tokens_since, flops_since, tokens_run, flops_run = [0] * S, [0.0] * S, [0] * S, [0.0] * S
     t_start = t_last = t_saved = time.perf_counter()
     while step < cfg.steps:
         batches = [apply_position_scheme(fn(step), model_cfg, c, step) for fn, c in zip(batch_fns, cfgs)]
@@ -154,13 +154,14 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
             seconds = max(now - t_last, 1e-9)
             totals, values = losses.float().tolist(), {k: v.float().tolist() for k, v in parts.items()}
             for s in range(S):
-                row = {"step": step, "loss": totals[s], "lr": lr, "tokens_per_s": float(tokens_since[s]) / seconds}
+                row = {"step": step, "loss": totals[s], "lr": lr, "tokens_per_s": tokens_since[s] / seconds}
                 if peak:
-                    row["mfu"] = float(flops_since[s]) / seconds / peak
+                    row["mfu"] = flops_since[s] / seconds / peak
                 row.update({k: v[s] for k, v in values.items()})
                 rows[s].append(row)
-            tokens_run, flops_run = tokens_run + tokens_since, flops_run + flops_since
-            tokens_since, flops_since = torch.zeros(S), torch.zeros(S, dtype=torch.float64)
+            tokens_run = [a + b for a, b in zip(tokens_run, tokens_since)]
+            flops_run = [a + b for a, b in zip(flops_run, flops_since)]
+            tokens_since, flops_since = [0] * S, [0.0] * S
             t_last = now
             log.info("step %d/%d (%d runs) loss %s lr %.3e", step, cfg.steps, S,
                      " ".join(f"{t:.5f}" for t in totals), lr)
@@ -176,7 +177,7 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
         summary = {**run.wildcards, "resumed_from_step": resumed_from,
                    "final_loss": rows[s][-1]["loss"] if rows[s] else None, "wall_seconds_this_run": wall,
                    "parameters": single.num_parameters(), "stacked_runs": S,
-                   **throughput(int(tokens_run[s]), float(flops_run[s]), wall, 1, peak), "job_name": run.log_name,
+                   **throughput(tokens_run[s], flops_run[s], wall, 1, peak), "job_name": run.log_name,
                    **prov}
         write_outputs(run.files, run_state(model_sd, s), model_cfg, prov, rows[s], summary)
         summaries.append(summary)

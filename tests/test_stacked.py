@@ -107,6 +107,7 @@ def test_a_stack_of_three_trains_each_run_to_its_weights_alone(tmp_path, kind):
         sa, sb = json.loads((a / "summary.json").read_text()), json.loads((b / "summary.json").read_text())
         assert set(sb) - set(sa) == {"stacked_runs"} and set(sa) <= set(sb)
         assert sb["seed"] == s and sb["final_loss"] == pytest.approx(sa["final_loss"], rel=1e-5)
+        assert sb["tokens_per_s"] > 0 and (lb["tokens_per_s"] > 0).all()  # the run's own tokens
         ca, cb = load_state(a / "ckpt.pt"), load_state(b / "ckpt.pt")
         assert ca.keys() == cb.keys() and ca["step"] == cb["step"] and ca["config_hash"] == cb["config_hash"]
         assert ca["optimizer"]["state"].keys() == cb["optimizer"]["state"].keys()
