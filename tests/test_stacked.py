@@ -16,7 +16,7 @@ from sparselen.modelfile import load_state
 from sparselen.run import Run
 from sparselen.stacked import clip_grad_norm_per_run, train_jobs
 from sparselen.stacked_model import stack_models
-from sparselen.train import OptimConfig, make_optimizer, train
+from sparselen.train import OptimConfig, load_model, make_optimizer, train
 
 SEEDS = (0, 1, 2)
 CONFIG = {"device": "cpu", "compile": False, "threads": 1, "checkpoint_minutes": 0}
@@ -100,6 +100,8 @@ def test_a_stack_of_three_trains_each_run_to_its_weights_alone(tmp_path, kind):
         diff = max(float((ma["model"][k] - mb["model"][k]).abs().max()) for k in ma["model"])
         assert diff < 5e-5, (s, diff)
         assert ma["provenance"]["config_hash"] == mb["provenance"]["config_hash"]
+        model, _ = load_model(b / "model.pt")  # what the evaluations and export-hf read
+        assert type(model) is GPTNeoX and torch.equal(model.lm_head.weight, mb["model"]["lm_head.weight"])
         la, lb = pd.read_csv(a / "log.csv"), pd.read_csv(b / "log.csv")
         assert list(la.columns) == list(lb.columns) and la["step"].tolist() == lb["step"].tolist()
         for column in ("loss", "token_loss", "lr") + (("position_loss",) if kind == "ppc" else ()):
