@@ -37,7 +37,7 @@ RESUME_FILES = {CHECKPOINT: FINISHED, ANALYSIS_PROGRESS: ("screen.csv", "depende
 # What every training runs: the trainer, the models, position ids, batches, seeds, the device
 # path and data parallelism (paths relative to the package).
 TRAINER = ("train.py", "model.py", "olmo.py", "architectures.py", "positions.py", "batch.py", "rng.py",
-           "device.py", "distributed.py")
+           "device.py", "distributed.py", "stacked.py", "stacked_model.py")
 
 
 @functools.cache

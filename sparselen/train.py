@@ -92,12 +92,15 @@ def lr_lambda(cfg: OptimConfig, total_steps: int) -> Callable[[int], float]:
     return f
 
 
-def make_optimizer(model: torch.nn.Module, cfg: OptimConfig, fused: bool = False) -> torch.optim.Optimizer:
+def make_optimizer(model: torch.nn.Module, cfg: OptimConfig, fused: bool = False,
+                   stack_dims: int = 0) -> torch.optim.Optimizer:
     """AdamW; no weight decay on biases and LayerNorm weights (the HF Trainer convention).
-    ``fused``: one kernel for all parameters (CUDA); else torch's default (foreach)."""
+    ``fused``: one kernel for all parameters (CUDA); else torch's default (foreach).
+    ``stack_dims``: leading dimensions that stack runs (``sparselen.stacked``), not counted
+    when telling a bias from a weight."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():
-        (no_decay if p.ndim < 2 else decay).append(p)
+        (no_decay if p.ndim - stack_dims < 2 else decay).append(p)
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.betas), eps=cfg.eps, **({"fused": True} if fused else {}))
 
@@ -239,23 +242,17 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     opt = make_optimizer(model, cfg.optim, fused=cuda)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(cfg.optim, cfg.schedule_steps or cfg.steps))
     step, rows = 0, []
-    if checkpoint.exists():
-        state = modelfile.load_state(checkpoint, device)
-        theirs = {"config": state.get("config_hash"), "code": state.get("code"), "model": state.get("model_config")}
-        differ = [what for what, ours in (("config", chash), ("code", code), ("model", arch)) if theirs[what] != ours]
-        if not differ:
-            if parallel is None:
-                model.load_state_dict(state["model"])
-                opt.load_state_dict(state["optimizer"])
-            else:
-                parallel.load_state_dicts(model, opt, state["model"], state["optimizer"])
-            place_step_counters(opt, fused=cuda)
-            sched.load_state_dict(state["scheduler"])
-            step, rows = state["step"], state["log"]
-            log.info("resumed from %s at step %d", checkpoint, step)
+    state = own_checkpoint(checkpoint, chash, code, arch, device)
+    if state is not None:
+        if parallel is None:
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
         else:
-            log.warning("ignoring checkpoint %s: another run's (its %s differ: config %s, code %s; this run's: %s, %s)",
-                        checkpoint, " and ".join(differ), theirs["config"], theirs["code"], chash, code)
+            parallel.load_state_dicts(model, opt, state["model"], state["optimizer"])
+        place_step_counters(opt, fused=cuda)
+        sched.load_state_dict(state["scheduler"])
+        step, rows = state["step"], state["log"]
+        log.info("resumed from %s at step %d", checkpoint, step)
     resumed_from = step
     fwd = torch.compile(wrapped) if run.runtime.compile else wrapped
     peak = peak_flops(run.runtime, device)
@@ -267,9 +264,8 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     def save_checkpoint():
         model_sd, opt_sd = state_dicts()
         if main:
-            modelfile.save_state(checkpoint, {"model": model_sd, "optimizer": opt_sd, "scheduler": sched.state_dict(),
-                                              "step": step, "log": rows, "config_hash": chash, "code": code,
-                                              "model_config": arch})
+            modelfile.save_state(checkpoint, checkpoint_state(model_sd, opt_sd, sched.state_dict(), step, rows, chash,
+                                                              code, arch))
 
     model.train()
     flops_per_token = {}  # sequence length -> the model's training FLOPs per token
@@ -325,14 +321,42 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
                "wall_seconds_this_run": wall, "parameters": model.num_parameters(),  # FSDP2: global numel
                **throughput(tokens_run, flops_run, wall, world, peak), "job_name": run.log_name, **prov}
     if main:
-        modelfile.save_model(files.model, model_sd, model_cfg, prov, rows)
-        import pandas as pd
-
-        io.write_csv(pd.DataFrame(rows), files.log_csv)
-        io.write_json(files.summary, summary)
+        write_outputs(files, model_sd, model_cfg, prov, rows, summary)
     if parallel is not None:
         parallel.barrier()  # no rank leaves before the outputs exist
     return summary
+
+
+def own_checkpoint(checkpoint, chash: str, code: str, arch: dict, device: torch.device) -> dict | None:
+    """The state in ``checkpoint`` when it is this run's (same config hash, code fingerprint and
+    model config); None when there is none or it is another run's (logged)."""
+    if not checkpoint.exists():
+        return None
+    state = modelfile.load_state(checkpoint, device)
+    theirs = {"config": state.get("config_hash"), "code": state.get("code"), "model": state.get("model_config")}
+    differ = [what for what, ours in (("config", chash), ("code", code), ("model", arch)) if theirs[what] != ours]
+    if differ:
+        log.warning("ignoring checkpoint %s: another run's (its %s differ: config %s, code %s; this run's: %s, %s)",
+                    checkpoint, " and ".join(differ), theirs["config"], theirs["code"], chash, code)
+        return None
+    return state
+
+
+def checkpoint_state(model_sd: dict, opt_sd: dict, sched_sd: dict, step: int, rows: list, chash: str, code: str,
+                     arch: dict) -> dict:
+    """What a checkpoint holds: all a run needs to go on from ``step`` exactly, and what
+    ``own_checkpoint`` checks it against."""
+    return {"model": model_sd, "optimizer": opt_sd, "scheduler": sched_sd, "step": step, "log": rows,
+            "config_hash": chash, "code": code, "model_config": arch}
+
+
+def write_outputs(files, model_sd: dict, model_cfg, prov: dict, rows: list, summary: dict) -> None:
+    """A finished run's model file, log CSV and summary, each written atomically."""
+    import pandas as pd
+
+    modelfile.save_model(files.model, model_sd, model_cfg, prov, rows)
+    io.write_csv(pd.DataFrame(rows), files.log_csv)
+    io.write_json(files.summary, summary)
 
 
 def peak_flops(runtime, device: torch.device) -> float:
