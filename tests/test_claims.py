@@ -288,13 +288,14 @@ def test_a_failing_group_fails_the_claim_and_missing_slices_are_not_run():
 
 
 def test_seed_spread_widens_the_interval_and_evaluation_noise_floors_it():
-    """Seeds that agree exactly still leave the evaluation noise of each run's samples: P2's
-    interval keeps a width; a spread over seeds widens it further."""
+    """Seeds that agree exactly still leave the evaluation noise of the samples they share: P2's
+    interval keeps a width, one sample set's (400 samples: about +-0.08 at a retained 0.62),
+    however many seeds agree; a spread over seeds widens it further."""
     widths = {}
-    for sd in (0.0, 0.05):
+    for sd in (0.0, 0.1):
         row = group(check({"parity": parity_runs(sparse_wins, sd=sd)}), "P2", "K_train=4")
         widths[sd] = row["ci_high"] - row["ci_low"]
-    assert widths[0.05] > 2 * widths[0.0] and widths[0.0] > 0.02
+    assert widths[0.1] > 2 * widths[0.0] and widths[0.0] > 0.15
 
 
 def test_spearman():
