@@ -123,6 +123,22 @@ def test_parity_claims_fail_where_denser_generalizes_better():
     assert verdict(t, "P2") == HOLDS  # k_test = K_train = 4 keeps most of its margin here
 
 
+def test_a_rank_carries_the_evaluation_noise_of_its_cells():
+    """Every seed orders the cells the same way (rho -1.00 on each), but at the longest length
+    they differ by half a point, well within the noise of their 400 samples: the seeds' rhos
+    agree only because they share those samples. P1 held at [-1.00, -1.00]; the rank's interval
+    now carries its cells' binomial noise (redraws of their accuracies) and P1 is inconclusive,
+    as is P3 on a fall rate ordered the same way."""
+    def close(K, k, L, s):
+        return 0.5 if k > K else {20: 0.99, 50: 0.9 - 0.005 * k, 100: 0.795 - 0.005 * k}[L]
+
+    t = check({"parity": parity_runs(close, sd=0.0)})
+    for claim, name in (("P1", "K_train=4"), ("P3", "K_train=4")):
+        row = group(t, claim, name)
+        assert abs(row["value"]) == 1 and row["ci_low"] < 0 < row["ci_high"], claim
+        assert verdict(t, claim) == INCONCLUSIVE, claim
+
+
 def test_a_trained_sparsity_at_chance_fails_p2_and_a_flat_one_leaves_p1_inconclusive():
     at_chance = parity_runs(lambda K, k, L, s: 0.5 if k > K or L > 20 else 0.99, sd=0.03)
     t = check({"parity": at_chance})
