@@ -90,6 +90,14 @@ def ratio_noise(num, den, num_noise, den_noise) -> np.ndarray:
         return np.asarray(num_noise) / den**2 + num**2 * np.asarray(den_noise) / den**4
 
 
+def margin_range(chance, fitted) -> tuple[float, float]:
+    """The range of the mean over runs of the retained margin (acc - chance) / (fitted - chance)
+    (``fitted``: each run's accuracy where it fits), for accuracies acc in [0, 1]."""
+    chance, fitted = np.asarray(chance, dtype=float), np.asarray(fitted, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.mean(-chance / (fitted - chance))), float(np.mean((1 - chance) / (fitted - chance)))
+
+
 def _half_width(sets, level: float) -> float:
     """Half-width of the interval of a mean (one set of runs) or of a difference of means (two),
     ``sets``: (values, noise) per set, ``noise`` each run's evaluation-noise variance (None for

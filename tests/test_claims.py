@@ -429,6 +429,24 @@ def test_ppc_claims_hold_where_coupling_and_prediction_help():
     assert "coupled and ppc trained with id skips" in reason
 
 
+def test_no_interval_leaves_the_range_of_its_statistic():
+    """Oracle coupling at 1.00 and every baseline at 0.00 on every seed: coupled - best baseline
+    is at most 1, and its interval was 1.00 +- the evaluation noise, past 1 (the report printed
+    +0.992 to +1.003 for C1). Ranks stay within [-1, 1], retained margins within the range their
+    runs allow, and the plain-words line prints no impossible value."""
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.0, coupled=1.0, ppc=1.0), tasks=("copy_repeat",), sd=0.0)})
+    row = group(t, "C1", "copy_repeat")
+    assert row["value"] == 1.0 and row["ci_low"] < 1.0 and row["ci_high"] == 1.0
+    assert "to +100," in head(t, "C1")["answer"] and not re.search(r"\+10[1-9]", head(t, "C1")["answer"])
+    parity = check({"parity": parity_runs(sparse_wins, sd=0.0)})
+    assert group(parity, "P1", "K_train=4")["ci_low"] >= -1
+    theory = check({"theory": theory_runs(lambda d, r: 0.5 if d == "nonlocal" and r > 1 else 1.0, sd=0.0)})
+    kept = re.search(r"accuracy margin kept at Lbar/L = 8: 1\.00 \[(\d\.\d\d), (\d\.\d\d)\]",
+                     group(theory, "T2", "sfa k=2")["reason"])
+    assert float(kept[1]) < 1.0 and float(kept[2]) == 1.0  # the runs at 1.00 at L can keep at most all of it
+    assert group(theory, "T1", "sfa k=2")["ci_high"] <= 1 and group(theory, "T1", "sfa k=2")["ci_low"] >= -1
+
+
 def test_the_best_baseline_is_chosen_on_validation_samples():
     """pose is best on the test samples, nope on the validation samples: the comparison is with
     nope, so a baseline is never picked for being lucky on the samples it is compared on."""

@@ -92,3 +92,19 @@ def test_a_sample_set_shared_by_every_run_is_counted_once():
     assert summarize(table, ["size"], "accuracy", n_col="n").iloc[0]["ci_low"] < 1.0 - 1.9 * one_set
     spread = [0.2, 0.5, 0.8]  # a spread over seeds far above one sample set's noise: the floor changes nothing
     assert t_interval(spread, noise=binomial_noise(spread, 200)) == t_interval(spread)
+
+
+def test_the_theory_table_never_gives_a_negative_log_loss(tmp_path):
+    """Log losses near 0 that vary by seed: a t interval around their mean goes below 0, which
+    no log loss can be; the table cuts it at 0 (and the 0-1 error's at [0, 1])."""
+    from types import SimpleNamespace
+
+    from sparselen.theory import report
+
+    rows = [{"model": "sfa", "distribution": "local", "k": 2, "ratio": 1, "length": 12, "n_values": 2, "n": 256,
+             "seed": seed, "log_loss": loss, "error": 0.0} for seed, loss in enumerate([1e-4, 1e-4, 0.05])]
+    pd.DataFrame(rows).to_csv(tmp_path / "evals.csv", index=False)
+    out = SimpleNamespace(**{k: tmp_path / f"{k}.{k.split('_')[-1]}" for k in ("csv", "md", "slopes_csv", "slopes_md")})
+    t = report.table([tmp_path / "evals.csv"], out, 1e-6).iloc[0]
+    assert t["mean"] - (t["ci_high"] - t["mean"]) < 0  # the symmetric interval would go below 0
+    assert t["ci_low"] == 0 and t["error_ci_low"] == 0 and 0 < t["error_ci_high"] < 0.05

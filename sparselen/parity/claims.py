@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sparselen.stats import CORRELATION, binomial_noise, ratio_noise, shrunk_accuracy, spearman, t_interval
+from sparselen.stats import (CORRELATION, binomial_noise, margin_range, ratio_noise, shrunk_accuracy, spearman,
+                             t_interval)
 from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, gate_result, interval_result,
                                 seeds_design)
 
@@ -137,7 +138,7 @@ def parity_retained(data: dict, s: Settings) -> list[Result]:
             continue
         longest, at_k = _longest(cells), cells[cells["k_test"] == K]
         kept = retained_margin(at_k[longest], at_k["in"])
-        mean, lo, hi = t_interval(kept, noise=retained_noise(at_k, longest))
+        mean, lo, hi = t_interval(kept, noise=retained_noise(at_k, longest), bounds=margin_range(CHANCE, at_k["in"]))
         out.append(interval_result(name, mean, lo, hi, RETAINED,
                                    note=f"k_test={K}, length {longest}, mean of {len(kept)} seeds"))
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sparselen.stats import binomial_noise, ratio_noise, t_interval, welch_interval
+from sparselen.stats import DIFFERENCE, binomial_noise, margin_range, ratio_noise, t_interval, welch_interval
 from sparselen.verdicts import (FAILS, FIT, INCONCLUSIVE, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide,
                                 gate_result, interval_result, seeds_design, verdict_result)
 
@@ -54,6 +54,13 @@ def kept_margin(runs: pd.DataFrame, ratio) -> tuple[pd.Series, np.ndarray]:
     return num / den, ratio_noise(num, den, acc_noise(runs, ratio), acc_noise(runs, 1))
 
 
+def kept_interval(runs: pd.DataFrame, ratio) -> tuple[float, float, float]:
+    """The t interval of the runs' kept margins at ``ratio`` (``kept_margin``), floored at their
+    evaluation noise and cut to the range the margins can take."""
+    kept, noise = kept_margin(runs, ratio)
+    return t_interval(kept, noise=noise, bounds=margin_range(runs["chance"], runs[("acc", 1)]))
+
+
 def _fitted(g: pd.DataFrame, dist: str, name: str, control: bool = False) -> tuple[pd.DataFrame, Result | None]:
     """The fitted runs of one law, or the gate that leaves the group untested."""
     runs = g[g["distribution"] == dist]
@@ -75,7 +82,7 @@ def _versus_local(g: pd.DataFrame, dist: str, local: pd.DataFrame, gate: Result 
     if gate or gate2:
         return gate2 or gate_result(group, gate.reason, gate.resolve, control)
     diff, lo, hi = welch_interval(other[("acc", rmax)], local[("acc", rmax)], noise_a=acc_noise(other, rmax),
-                                  noise_b=acc_noise(local, rmax))
+                                  noise_b=acc_noise(local, rmax), bounds=DIFFERENCE)
     return interval_result(group, diff, lo, hi, -NONINFERIORITY, control=control,
                            note=f"Lbar/L = {rmax:g}: {dist} - local accuracy, {len(other)} and {len(local)} runs "
                                 f"(needs > -{NONINFERIORITY:.2g})")
@@ -106,8 +113,7 @@ def _coupled_versus_local(g: pd.DataFrame, local: pd.DataFrame, gate: Result | N
     gate = gate or _fitted(g, "coupled", name)[1]
     if gate:
         return gate
-    kept, noise = kept_margin(local, rmax)
-    k_mean, k_lo, k_hi = t_interval(kept, noise=noise)
+    k_mean, k_lo, k_hi = kept_interval(local, rmax)
     if not k_lo > RETAINED:
         return gate_result(name, f"the local law's model keeps {k_mean:.2f} [{k_lo:.2f}, {k_hi:.2f}] of its margin at "
                            f"Lbar/L = {rmax:g} (needs > {RETAINED}): no generalizing model to compare coupling with",
@@ -143,8 +149,7 @@ def theory_local(data: dict, s: Settings) -> list[Result]:
             out.append(gate)
             continue
         rmax = max(_ratios(g, "acc"))
-        kept, noise = kept_margin(runs, rmax)
-        k_mean, k_lo, k_hi = t_interval(kept, noise=noise)
+        k_mean, k_lo, k_hi = kept_interval(runs, rmax)
         margin = decide(k_lo, k_hi, RETAINED)
         at_floor = runs[("loss", 1)] <= floor
         measured, notes = runs[~at_floor], []
