@@ -444,7 +444,8 @@ def test_no_interval_leaves_the_range_of_its_statistic():
     kept = re.search(r"accuracy margin kept at Lbar/L = 8: 1\.00 \[(\d\.\d\d), (\d\.\d\d)\]",
                      group(theory, "T2", "sfa k=2")["reason"])
     assert float(kept[1]) < 1.0 and float(kept[2]) == 1.0  # the runs at 1.00 at L can keep at most all of it
-    assert group(theory, "T1", "sfa k=2")["ci_high"] <= 1 and group(theory, "T1", "sfa k=2")["ci_low"] >= -1
+    t1 = group(theory, "T1", "sfa k=2 (implementation check: holds by construction)")
+    assert t1["ci_high"] <= 1 and t1["ci_low"] >= -1
 
 
 def test_the_best_baseline_is_chosen_on_validation_samples():
@@ -560,18 +561,18 @@ def test_what_a_task_is_to_the_claims_follows_from_its_module():
 # ----------------------------------------------------------------------------- theory
 
 
-def theory_runs(acc, loss=lambda dist, ratio: 1e-3 * ratio, ks=(2,), seeds=SEEDS, sd=0.1):
-    """``acc(dist, ratio)`` and ``loss(dist, ratio)`` per run, the loss jittered by a factor
-    exp(N(0, sd)) per run and ratio."""
+def theory_runs(acc, loss=lambda dist, ratio: 1e-3 * ratio, ks=(2,), seeds=SEEDS, sd=0.1, models=("sfa",)):
+    """``acc(dist, ratio)`` and ``loss(dist, ratio)`` per run of each of ``models``, the loss
+    jittered by a factor exp(N(0, sd)) per run and ratio."""
     rows = []
-    for k in ks:
+    for model, k in itertools.product(models, ks):
         for dist in ("local", "nonlocal", "coupled"):
             for seed in seeds:
                 for ratio in (1, 2, 4, 8):
                     _, a = counts(acc(dist, ratio) + jitter(sd / 10, "acc", k, dist, seed, ratio), 256)
                     rows.append({"ratio": ratio, "length": 12 * ratio, "n": 256,
                                  "log_loss": loss(dist, ratio) * np.exp(jitter(sd, k, dist, seed, ratio)),
-                                 "error": 1 - a, "model": "sfa", "distribution": dist, "k": k, "seed": seed,
+                                 "error": 1 - a, "model": model, "distribution": dist, "k": k, "seed": seed,
                                  "n_values": 2})
     return pd.DataFrame(rows)
 
@@ -581,24 +582,43 @@ def paper_like(d, r):
 
 
 def test_theory_claims_hold_where_coupling_matches_local_and_the_loss_stays_within_the_bound():
-    t = check({"theory": theory_runs(paper_like)})
+    t = check({"theory": theory_runs(paper_like, models=("gpt", "sfa"))})
     assert verdict(t, "T1") == HOLDS and verdict(t, "T2") == HOLDS
-    ref = group(t, "T1", "sfa k=2: nonlocal (reference)")
+    ref = group(t, "T1", "gpt k=2: nonlocal (reference)")
     assert ref["control"] and ref["verdict"] == FAILS  # the reference fails, and does not decide T1
-    assert head(t, "T1")["groups_tested"] == "1 of 1"
+    assert head(t, "T1")["groups_tested"] == "1 of 1"  # the GPT's; the idealized model's is a check
+    check_row = group(t, "T1", "sfa k=2 (implementation check: holds by construction)")
+    assert check_row["control"] and check_row["verdict"] == HOLDS
+    assert head(t, "T2")["groups_tested"] == "2 of 2"
     assert "growth exponent of the log loss" in group(t, "T2", "sfa k=2")["reason"]
 
 
 def test_t1_fails_when_coupling_falls_below_local():
-    t = check({"theory": theory_runs(lambda d, r: 0.6 if d in ("coupled", "nonlocal") and r > 1 else 0.98)})
-    assert verdict(t, "T1") == FAILS and group(t, "T1", "sfa k=2")["ci_high"] < -0.1
+    t = check({"theory": theory_runs(lambda d, r: 0.6 if d in ("coupled", "nonlocal") and r > 1 else 0.98,
+                                     models=("gpt",))})
+    assert verdict(t, "T1") == FAILS and group(t, "T1", "gpt k=2")["ci_high"] < -0.1
+
+
+def test_t1_on_the_idealized_model_is_an_implementation_check():
+    """On the idealized model coupled ids make the coupled law the local one, so T1 holds there
+    by construction: its row is shown as an implementation check and decides nothing. It held
+    T1 on the default, which runs no GPT; T1 is decided on the GPT's runs, and a config without
+    them cannot decide it."""
+    t = check({"theory": theory_runs(paper_like)})
+    row = group(t, "T1", "sfa k=2 (implementation check: holds by construction)")
+    assert row["control"] and row["verdict"] == HOLDS
+    assert verdict(t, "T1") == INCONCLUSIVE and head(t, "T1")["groups_tested"] == "0 of 1"
+    assert "no gpt run with k >= 2" in head(t, "T1")["reason"] and "theory.gpt.k" in head(t, "T1")["resolve"]
+    assert "implementation check" in head(t, "T1")["criterion"]
+    gaps = cl.design_gaps({"theory": load([ROOT / "config.yaml"])["theory"]})
+    assert gaps["T1"].startswith("no GPT run with k >= 2") and gaps["T2"] == ""
 
 
 def test_t1_on_two_models_at_chance_is_not_tested():
     """Every law at chance beyond L: coupled - local is 0, inside the margin, but no model
     generalizes, so there is nothing for coupling to be as good as. T1 held on this."""
-    t = check({"theory": theory_runs(lambda d, r: 0.5 if r > 1 else 0.98)})
-    row = group(t, "T1", "sfa k=2")
+    t = check({"theory": theory_runs(lambda d, r: 0.5 if r > 1 else 0.98, models=("gpt",))})
+    row = group(t, "T1", "gpt k=2")
     assert verdict(t, "T1") == INCONCLUSIVE and not row["tested"]
     assert re.search(r"local law's model keeps -?0\.0\d .* of its margin at Lbar/L = 8 \(needs > 0.5\)", row["reason"])
     assert "until it generalizes" in head(t, "T1")["resolve"]
@@ -607,11 +627,11 @@ def test_t1_on_two_models_at_chance_is_not_tested():
 def test_t1_needs_a_reference_that_falls_short():
     """Every law generalizes, the non-local one too: the comparison cannot tell a law that needs
     locality from one that does not, so coupled matching local says nothing. T1 held on this."""
-    t = check({"theory": theory_runs(lambda d, r: 0.98)})
-    row = group(t, "T1", "sfa k=2")
+    t = check({"theory": theory_runs(lambda d, r: 0.98, models=("gpt",))})
+    row = group(t, "T1", "gpt k=2")
     assert verdict(t, "T1") == INCONCLUSIVE and not row["tested"]
     assert "non-local reference does not fall short of local by more than 0.1" in row["reason"]
-    assert group(t, "T1", "sfa k=2: nonlocal (reference)")["verdict"] == HOLDS
+    assert group(t, "T1", "gpt k=2: nonlocal (reference)")["verdict"] == HOLDS
 
 
 def test_t2_fails_a_model_at_chance_beyond_training():
@@ -664,11 +684,11 @@ def test_t2_says_where_the_bound_allows_a_chance_level_loss():
 
 
 def test_unfitted_laws_and_k1_leave_the_theory_claims_untested():
-    unfit = check({"theory": theory_runs(lambda d, r: 0.6 if d == "coupled" else 0.98)})
-    row = group(unfit, "T1", "sfa k=2")
+    unfit = check({"theory": theory_runs(lambda d, r: 0.6 if d == "coupled" else 0.98, models=("gpt",))})
+    row = group(unfit, "T1", "gpt k=2")
     assert not row["tested"] and "coupled runs did not fit at Lbar = L (0 of 6)" in row["reason"]
     assert verdict(unfit, "T1") == INCONCLUSIVE
-    k1 = check({"theory": theory_runs(lambda d, r: 0.98, ks=(1,))})
+    k1 = check({"theory": theory_runs(lambda d, r: 0.98, ks=(1,), models=("gpt",))})
     assert verdict(k1, "T1") == INCONCLUSIVE and "k >= 2" in head(k1, "T1")["reason"]
     one = check({"theory": theory_runs(paper_like, seeds=(0,))})
     row = group(one, "T2", "sfa k=2")
