@@ -656,10 +656,10 @@ def test_t2_fails_where_the_loss_outgrows_the_bound():
     assert square["verdict"] == HOLDS and square["ci_high"] < 2
 
 
-def test_t2_at_the_loss_floor_says_so_and_gives_no_constant():
-    """Log loss below the floor (1e-6) at every Lbar: floored, every run "needs" C = 1/4, a
-    number the floor makes, not the model (as an exponent of 0 would be). The runs are reported at the floor and the bound is
-    not tested; T2 held on this. With half the runs above the floor the bound is decided on
+def test_t2_at_the_loss_floor_says_so_and_gives_no_exponent():
+    """Log loss below the floor (1e-6) at every Lbar: floored, every run grows with exponent 0,
+    a number the floor makes, not the model. The runs are reported at the floor and the growth
+    is not tested; T2 held on this. With half the runs above the floor the growth is decided on
     those, and the others are counted."""
     t = check({"theory": theory_runs(lambda d, r: 0.98, loss=lambda d, r: 1e-7)})
     row = group(t, "T2", "sfa k=2")

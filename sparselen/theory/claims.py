@@ -178,8 +178,8 @@ def theory_local(data: dict, s: Settings) -> list[Result]:
                          f"per run, mean over {len(measured)} runs; needs < {GROWTH_EXPONENT:g})")
             loose = int((rmax**GROWTH_EXPONENT * measured[("loss", 1)] >= -np.log(measured["chance"])).sum())
             if loose:
-                notes.append(f"on {loose} of them (Lbar/L)^{GROWTH_EXPONENT:g} x the loss at L exceeds a chance-level loss "
-                             f"at Lbar/L = {rmax:g}, so a model at chance there grows slower: only the accuracy "
+                notes.append(f"on {loose} of them (Lbar/L)^{GROWTH_EXPONENT:g} x the loss at L exceeds a chance-level "
+                             f"loss at Lbar/L = {rmax:g}, so a model at chance there grows slower: only the accuracy "
                              "condition can fail them")
         else:
             value = lo = hi = float("nan")
@@ -235,8 +235,8 @@ CLAIMS = (
           "we can decrease our overall error bound from O(eta_L eta_Lbar L Lbar^2 delta) to O((Lbar/L)^2 delta)",
           f"For every (model, k) on the local law with fitted runs: the exponent b of the log loss's growth, loss ~ "
           f"(Lbar/L)^b (least squares of log loss on log(Lbar/L) per run, over every evaluated Lbar/L), has a t "
-          f"interval over runs with its upper end < {GROWTH_EXPONENT:g}, on the runs whose loss at L is above the floor "
-          f"({{floor}}; runs at the floor are counted, not given an exponent), and the accuracy margin above chance "
+          f"interval over runs with its upper end < {GROWTH_EXPONENT:g}, on the runs whose loss at L is above the "
+          f"floor ({{floor}}; runs at the floor are counted, not given an exponent), and the accuracy margin above chance "
           f"kept at the largest Lbar, (acc - 1/q) / (acc_L - 1/q), has its low end > {RETAINED}.",
           theory_local, "theory", _t2_design),
 )
