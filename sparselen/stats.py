@@ -3,10 +3,11 @@
 - Across seeds (the unit of replication: the paper's figures show intervals over training
   runs): the Student-t interval of per-seed values (``t_interval``, ``summarize``), Welch's
   interval of a difference between two sets of runs (``welch_interval``), and Spearman's rho
-  of a run's cells (``spearman``). A run's accuracy is measured on n samples, so the spread
-  the claims' and the accuracy tables' intervals use is floored at that evaluation noise
-  (``binomial_noise``, ``ratio_noise``): seeds that agree exactly do not make an interval of
-  zero width.
+  of a run's cells (``spearman``). A run's accuracy is measured on n samples, and every run of
+  a cell is measured on the same samples (one evaluation seed for all models), so the claims'
+  and the accuracy tables' intervals are at least as wide as the evaluation noise of one
+  sample set gives (``binomial_noise``, ``ratio_noise``), which more runs do not average away:
+  seeds that agree exactly do not make an interval of zero width.
 - Over tokens (the natural-language statistics): plain bootstrap (``bootstrap_ci``) and
   resamples of whole documents (``ClusterBootstrap``, ``cluster_interval``, ``cluster_ci``),
   since tokens of one document are not independent; a difference between two kinds of tokens
@@ -50,14 +51,35 @@ class Resampling:
 
 # ----------------------------------------------------------------------------- across seeds
 
+# The range of a statistic, for its interval: an interval is cut to it, so that no end is a value
+# the statistic cannot take (cutting keeps the interval's coverage).
+ACCURACY = (0.0, 1.0)
+DIFFERENCE = (-1.0, 1.0)  # of two accuracies
+CORRELATION = (-1.0, 1.0)
+NONNEGATIVE = (0.0, np.inf)  # e.g. a log loss
 
-def binomial_noise(accuracy, n) -> np.ndarray:
-    """Variance of accuracies measured on ``n`` samples each: p(1 - p)/n, with p shrunk to
-    (x + 1/2)/(n + 1) (x = accuracy * n correct), so an accuracy of exactly 0 or 1 still carries
-    the noise of its n samples."""
+
+def shrunk_accuracy(accuracy, n, level: float = 0.95) -> np.ndarray:
+    """Agresti and Coull's estimate of a share measured on ``n`` samples: (x + z^2/2)/(n + z^2),
+    x = accuracy * n correct, z the normal quantile of ``level``; never exactly 0 or 1."""
+    from scipy.stats import norm  # imported on first use: seconds of start-up per job
+
+    z2 = float(norm.ppf(0.5 + level / 2)) ** 2
     n = np.asarray(n, dtype=float)
-    p = (np.asarray(accuracy, dtype=float) * n + 0.5) / (n + 1)
-    return p * (1 - p) / n
+    return (np.asarray(accuracy, dtype=float) * n + z2 / 2) / (n + z2)
+
+
+def binomial_noise(accuracy, n, level: float = 0.95) -> np.ndarray:
+    """Variance of accuracies measured on ``n`` samples each, as Agresti and Coull's interval
+    takes it: p(1 - p)/(n + z^2) with p the shrunk accuracy (``shrunk_accuracy``). A Wald
+    interval with this variance covers about as often as its level even at 0 or 1, where the
+    plain p(1 - p)/n is 0: 200 of 200 correct gives [0.987, 1], the exact (Clopper-Pearson)
+    interval [0.982, 1]."""
+    from scipy.stats import norm
+
+    z2 = float(norm.ppf(0.5 + level / 2)) ** 2
+    p = shrunk_accuracy(accuracy, n, level)
+    return p * (1 - p) / (np.asarray(n, dtype=float) + z2)
 
 
 def ratio_noise(num, den, num_noise, den_noise) -> np.ndarray:
@@ -68,56 +90,77 @@ def ratio_noise(num, den, num_noise, den_noise) -> np.ndarray:
         return np.asarray(num_noise) / den**2 + num**2 * np.asarray(den_noise) / den**4
 
 
-def _floored_variance(v: np.ndarray, noise) -> float:
-    """The sample variance of a set of runs' values, at least the mean of their evaluation
-    noise (``noise``: per-run variances; None for values without one)."""
-    var = float(v.var(ddof=1))
-    return var if noise is None else max(var, float(np.mean(noise)))
+def margin_range(chance, fitted) -> tuple[float, float]:
+    """The range of the mean over runs of the retained margin (acc - chance) / (fitted - chance)
+    (``fitted``: each run's accuracy where it fits), for accuracies acc in [0, 1]."""
+    chance, fitted = np.asarray(chance, dtype=float), np.asarray(fitted, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float(np.mean(-chance / (fitted - chance))), float(np.mean((1 - chance) / (fitted - chance)))
 
 
-def t_interval(values, level: float = 0.95, noise=None) -> tuple[float, float, float]:
+def _half_width(sets, level: float) -> float:
+    """Half-width of the interval of a mean (one set of runs) or of a difference of means (two),
+    ``sets``: (values, noise) per set, ``noise`` each run's evaluation-noise variance (None for
+    values without one). The larger of two widths: the runs' spread, s^2/n per set, with Student
+    t (Welch's degrees of freedom for two sets); and the evaluation noise of the one sample set
+    each set's runs share (the mean of their noise), with the normal quantile, since that
+    variance is known rather than estimated from the seeds. Every run of a cell is scored on the
+    same samples, so that noise is common to its runs and does not shrink with their number."""
+    from scipy.stats import norm, t as student_t  # imported on first use: seconds of start-up per job
+
+    spread = [float(v.var(ddof=1)) / len(v) for v, _ in sets]
+    shared = sum(float(np.mean(noise)) for _, noise in sets if noise is not None)
+    half = float(norm.ppf(0.5 + level / 2) * np.sqrt(shared))
+    if sum(spread) > 0:
+        df = sum(spread) ** 2 / sum(w**2 / (len(v) - 1) for w, (v, _) in zip(spread, sets))
+        half = max(half, float(student_t.ppf(0.5 + level / 2, df) * np.sqrt(sum(spread))))
+    return half
+
+
+def within(point: float, half: float, bounds) -> tuple[float, float, float]:
+    """(point, low, high) of ``point`` +- ``half``, cut to the statistic's range ``bounds`` (None:
+    unbounded)."""
+    lo, hi = point - half, point + half
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return point, lo, hi
+
+
+def t_interval(values, level: float = 0.95, noise=None, bounds=None) -> tuple[float, float, float]:
     """(mean, low, high) of ``values``; low/high are NaN for fewer than two values. ``noise``:
-    each value's evaluation-noise variance, the floor of the spread (``binomial_noise``)."""
-    from scipy.stats import t as student_t  # imported on first use: seconds of start-up per job
-
+    each value's evaluation-noise variance, the floor of the interval (``binomial_noise``,
+    ``_half_width``); ``bounds``: the statistic's range (``ACCURACY``, ...), the interval cut to it."""
     v = np.asarray(values, dtype=float)
     mean = float(v.mean())
     if len(v) < 2:
         return mean, float("nan"), float("nan")
-    half = float(student_t.ppf(0.5 + level / 2, len(v) - 1) * np.sqrt(_floored_variance(v, noise) / len(v)))
-    return mean, mean - half, mean + half
+    return within(mean, _half_width([(v, noise)], level), bounds)
 
 
-def welch_interval(a, b, level: float = 0.95, noise_a=None, noise_b=None) -> tuple[float, float, float]:
+def welch_interval(a, b, level: float = 0.95, noise_a=None, noise_b=None,
+                   bounds=None) -> tuple[float, float, float]:
     """(mean(a) - mean(b), low, high): Welch's t interval of a difference of means of two sets
-    of runs with possibly unequal variances, each floored at its runs' evaluation noise
-    (``noise_a``, ``noise_b``, as ``t_interval``); NaN interval if either has fewer than two
-    values, zero width when neither varies nor has a noise floor."""
-    from scipy.stats import t as student_t
-
+    of runs with possibly unequal variances, floored at the evaluation noise of their sample
+    sets (``noise_a``, ``noise_b``, as ``t_interval``) and cut to ``bounds`` (``DIFFERENCE`` for
+    two accuracies); NaN interval if either has fewer than two values, zero width when neither
+    varies nor has a noise floor."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     diff = float(a.mean() - b.mean())
     if len(a) < 2 or len(b) < 2:
         return diff, float("nan"), float("nan")
-    va, vb = _floored_variance(a, noise_a) / len(a), _floored_variance(b, noise_b) / len(b)
-    if va + vb == 0:
-        return diff, diff, diff
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
-    half = float(student_t.ppf(0.5 + level / 2, df) * np.sqrt(va + vb))
-    return diff, diff - half, diff + half
+    return within(diff, _half_width([(a, noise_a), (b, noise_b)], level), bounds)
 
 
 def summarize(df: pd.DataFrame, by: list[str], value: str, seed_col: str = "seed",
-              clip: tuple[float, float] | None = (0.0, 1.0), n_col: str | None = None) -> pd.DataFrame:
-    """One row per ``by`` group: mean, ci_low, ci_high, n_seeds of ``value`` over seeds.
-    ``n_col``: each run's sample count, where ``value`` is an accuracy over that many samples;
-    the spread is then floored at their binomial noise (``binomial_noise``), as the claims'
-    intervals are, so seeds that all score 0 or 1 do not read as certain."""
+              clip: tuple[float, float] | None = ACCURACY, n_col: str | None = None) -> pd.DataFrame:
+    """One row per ``by`` group: mean, ci_low, ci_high, n_seeds of ``value`` over seeds, the
+    interval cut to ``value``'s range ``clip`` (None: unbounded). ``n_col``: each run's sample
+    count, where ``value`` is an accuracy over that many samples; the interval is then floored
+    at the binomial noise of one sample set (``binomial_noise``), as the claims' intervals are,
+    so seeds that all score 0 or 1 do not read as certain."""
     rows = []
     for key, g in df.groupby(by, sort=True):
-        mean, lo, hi = t_interval(g[value], noise=binomial_noise(g[value], g[n_col]) if n_col else None)
-        if clip is not None and not np.isnan(lo):
-            lo, hi = max(lo, clip[0]), min(hi, clip[1])
+        mean, lo, hi = t_interval(g[value], noise=binomial_noise(g[value], g[n_col]) if n_col else None, bounds=clip)
         rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))),
                      "mean": mean, "ci_low": lo, "ci_high": hi, "n_seeds": g[seed_col].nunique()})
     return pd.DataFrame(rows)

@@ -26,7 +26,7 @@ from sparselen.language.tables import TABLES
 from sparselen.provenance import provenance
 from sparselen.resumable import ANALYSIS_PROGRESS
 from sparselen.rng import generator
-from sparselen.stats import t_interval
+from sparselen.stats import NONNEGATIVE, t_interval
 from sparselen.run import Run, identity, typed_wildcards
 from sparselen.tables import runs_provenance, write_table
 from sparselen.train import TrainConfig, load_model
@@ -141,7 +141,7 @@ def loss_by_position(job) -> None:
     rows = []
     for lo, hi in position_bins(length):
         per_window = losses[:, lo - 1:hi - 1].mean(1).numpy()
-        mean, low, high = t_interval(per_window)
+        mean, low, high = t_interval(per_window, bounds=NONNEGATIVE)
         rows.append({"context": int(job.wildcards.context), "scheme": job.wildcards.run, "seed": prov["seed"],
                      "position": float(np.sqrt(lo * (hi - 1))), "bin_low": lo, "bin_high": hi - 1,
                      "mean": mean, "ci_low": low, "ci_high": high, "n": len(per_window),

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from sparselen.language.sparsity import SPARSE_K, sparsity_level, token_sparsity
-from sparselen.stats import (bootstrap_ci, cluster_ci, cluster_interval, t_interval, weighted_mean,
+from sparselen.stats import (NONNEGATIVE, bootstrap_ci, cluster_ci, cluster_interval, t_interval, weighted_mean,
                              weighted_median)
 from sparselen.tables import read_table, read_tables
 
@@ -88,7 +88,7 @@ def loss_by_position(position: pd.DataFrame, analysis: dict) -> pd.DataFrame:
     rows = []
     for (ctx, scheme, lo, hi), g in position.groupby(["context", "scheme", "bin_low", "bin_high"], sort=True):
         if len(g) > 1:
-            mean, low, high = t_interval(g["mean"])
+            mean, low, high = t_interval(g["mean"], bounds=NONNEGATIVE)
         else:
             mean, low, high = float(g["mean"].iloc[0]), float(g["ci_low"].iloc[0]), float(g["ci_high"].iloc[0])
         rows.append({"context": ctx, "scheme": scheme, "position": float(g["position"].iloc[0]), "bin_low": lo,

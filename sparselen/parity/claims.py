@@ -3,15 +3,17 @@ evaluation tables (docs/reconstruction.md, "Claims").
 
 Each test works per K_train (a group) on the runs that fit each k_test <= K_train on the
 training lengths, computes one value per training seed and decides on the Student-t interval
-of those values (``sparselen.stats.t_interval``; P2's retained margins floored at their
-evaluation noise)."""
+of those values (``sparselen.stats.t_interval``), floored at their evaluation noise: P2's
+retained margins propagate their cells' binomial noise through the ratio, P1's and P3's ranks
+through redraws of their cells' accuracies (``rank_noise``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from sparselen.stats import binomial_noise, ratio_noise, spearman, t_interval
+from sparselen.stats import (CORRELATION, binomial_noise, margin_range, ratio_noise, shrunk_accuracy, spearman,
+                             t_interval)
 from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, gate_result, interval_result,
                                 seeds_design)
 
@@ -20,6 +22,7 @@ READS = ("evals",)  # the per-run tables the tests read (RUN_TABLES["parity"] in
 # Criteria (docs/reconstruction.md, "Claims").
 CHANCE = 0.5  # sparse parity is a balanced binary label
 MIN_RANK_CELLS = 3  # a rank over fewer cells has no power
+RANK_NOISE_DRAWS = 200  # redraws of a seed's cells that measure its rho's evaluation noise
 RETAINED = 0.5  # P2: more than half of the in-distribution margin above chance kept at the longest length
 
 NOT_LEARNED = "train longer or a larger model until every k_test <= K_train fits (configs/paper.yaml: the paper's sizes)"
@@ -63,18 +66,43 @@ def _longest(cells: pd.DataFrame) -> int:
     return max(c for c in cells.columns if isinstance(c, (int, np.integer)))
 
 
-def _per_seed_rank(cells: pd.DataFrame, value, name: str, ks: list, note: str, above: bool, what: str) -> Result:
+def redrawn(cells: pd.DataFrame, draws: int, rng: np.random.Generator) -> dict:
+    """A seed's cells with every accuracy redrawn ``draws`` times from the binomial law of its
+    samples: column -> [cells, draws], each draw's p shrunk as ``binomial_noise`` shrinks it, so
+    that a cell at 0 or 1 still varies as its n samples allow."""
+    out = {}
+    for column, n_column in [("in", "n_in"), *((c, ("n", c)) for c in cells.columns
+                                               if isinstance(c, (int, np.integer)))]:
+        n = cells[n_column].to_numpy(float)[:, None]
+        p = shrunk_accuracy(cells[column].to_numpy(float)[:, None], n)
+        out[column] = rng.binomial(n.astype(int), p, size=(len(cells), draws)) / n
+    return out
+
+
+def rank_noise(k_test: np.ndarray, value, cells: pd.DataFrame, draws: int, rng: np.random.Generator) -> float:
+    """Evaluation-noise variance of a seed's rho: the variance of Spearman's rho of ``value``
+    against k_test over redraws of the cells' accuracies (``redrawn``)."""
+    rhos = spearman(k_test, np.asarray(value(redrawn(cells, draws, rng)), dtype=float))
+    return float(np.nanvar(rhos, ddof=1))
+
+
+def _per_seed_rank(cells: pd.DataFrame, value, name: str, ks: list, note: str, above: bool, what: str,
+                   s: Settings) -> Result:
     """Spearman's rho of ``value(seed's cells)`` against k_test, one per seed with at least
     MIN_RANK_CELLS fitted cells; decided on the t interval of the seeds' rhos against 0 (the
-    claim's side: ``above`` it or below)."""
-    rhos = {seed: spearman(c["k_test"].to_numpy(float), value(c).to_numpy(float))
-            for seed, c in cells.groupby("seed") if len(c) >= MIN_RANK_CELLS}
+    claim's side: ``above`` it or below), floored at the rhos' evaluation noise (``rank_noise``)."""
+    seeds = {seed: c for seed, c in cells.groupby("seed") if len(c) >= MIN_RANK_CELLS}
     left = f"; left out: {note}" if note else ""
-    if len(ks) < MIN_RANK_CELLS or len(rhos) < MIN_FITTED_RUNS:
-        return gate_result(name, f"{len(ks)} fitted k_test <= K_train {ks}, {len(rhos)} seeds with "
+    if len(ks) < MIN_RANK_CELLS or len(seeds) < MIN_FITTED_RUNS:
+        return gate_result(name, f"{len(ks)} fitted k_test <= K_train {ks}, {len(seeds)} seeds with "
                            f"{MIN_RANK_CELLS} fitted cells (a rank needs {MIN_RANK_CELLS} cells, a verdict "
                            f"{MIN_FITTED_RUNS} seeds){left}", RANKABLE)
-    mean, lo, hi = t_interval(list(rhos.values()))
+    rhos, noise = [], []
+    for seed, c in seeds.items():
+        k_test = c["k_test"].to_numpy(float)
+        rhos.append(spearman(k_test, np.asarray(value(c), dtype=float)))
+        noise.append(rank_noise(k_test, value, c, RANK_NOISE_DRAWS, s.rng("rank noise", name, what, seed)))
+    mean, lo, hi = t_interval(rhos, noise=noise, bounds=CORRELATION)
     return interval_result(name, mean, lo, hi, 0.0, above=above,
                            note=f"{what}, k_test {ks}, mean of {len(rhos)} seeds' rho{left}")
 
@@ -84,7 +112,7 @@ def parity_rank(data: dict, s: Settings) -> list[Result]:
     out = []
     for name, K, cells, ks, note in _groups(data["evals"], s):
         longest = _longest(cells)
-        out.append(_per_seed_rank(cells, lambda c: c[longest], name, ks, note, False, f"length {longest}"))
+        out.append(_per_seed_rank(cells, lambda c: c[longest], name, ks, note, False, f"length {longest}", s))
     return out
 
 
@@ -110,7 +138,7 @@ def parity_retained(data: dict, s: Settings) -> list[Result]:
             continue
         longest, at_k = _longest(cells), cells[cells["k_test"] == K]
         kept = retained_margin(at_k[longest], at_k["in"])
-        mean, lo, hi = t_interval(kept, noise=retained_noise(at_k, longest))
+        mean, lo, hi = t_interval(kept, noise=retained_noise(at_k, longest), bounds=margin_range(CHANCE, at_k["in"]))
         out.append(interval_result(name, mean, lo, hi, RETAINED,
                                    note=f"k_test={K}, length {longest}, mean of {len(kept)} seeds"))
     return out
@@ -123,11 +151,11 @@ def fall_lengths(cells: pd.DataFrame, train_max: int) -> list:
     return [c for c in cells.columns if isinstance(c, (int, np.integer)) and train_max < c < longest]
 
 
-def fall_rate(cells: pd.DataFrame, train_max: int, lengths: list) -> pd.Series:
+def fall_rate(cells, train_max: int, lengths: list):
     """How fast a cell's accuracy falls with length: the mean, over ``lengths``, of the retained
-    margin lost per doubling from the longest training length, (1 - retained(L)) / log2(L / train_max)."""
-    lost = [(1 - retained_margin(cells[L], cells["in"])) / np.log2(L / train_max) for L in lengths]
-    return pd.concat(lost, axis=1).mean(axis=1)
+    margin lost per doubling from the longest training length, (1 - retained(L)) / log2(L / train_max).
+    ``cells``: the cells' table, or their redrawn accuracies (``redrawn``)."""
+    return sum((1 - retained_margin(cells[L], cells["in"])) / np.log2(L / train_max) for L in lengths) / len(lengths)
 
 
 def parity_denser_falls_faster(data: dict, s: Settings) -> list[Result]:
@@ -143,7 +171,7 @@ def parity_denser_falls_faster(data: dict, s: Settings) -> list[Result]:
             continue
         out.append(_per_seed_rank(cells, lambda c: fall_rate(c, train_max, lengths), name, ks, note, True,
                                   f"fall rate from length {train_max} over lengths {lengths[0]}-{lengths[-1]} "
-                                  "(P1's runs, not its length)"))
+                                  "(P1's runs, not its length)", s))
     return out
 
 

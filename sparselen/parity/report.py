@@ -24,7 +24,8 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
     t = summary_table(df, CELL)
     prov = runs_provenance(df)
     write_table(t, out_csv, out_md, "Sparse parity: accuracy by K_train, k_test and length "
-                "(mean and 95% t-interval over seeds, floored at the evaluation noise of each run's samples)", prov)
+                "(mean and 95% t-interval over seeds, floored at the evaluation noise of the samples every run "
+                "shares)", prov)
     return t
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from sparselen.ppc.tasks import sampler_params, task_module
-from sparselen.stats import binomial_noise, welch_interval
+from sparselen.stats import DIFFERENCE, binomial_noise, welch_interval
 from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide, gate_result,
                                 interval_result, seeds_design, verdict_result)
 
@@ -116,7 +116,8 @@ class TaskRuns:
         return None
 
     def difference(self, a: str, b: str) -> tuple[float, float, float]:
-        return welch_interval(self.fitted[a], self.fitted[b], noise_a=self.noise[a], noise_b=self.noise[b])
+        return welch_interval(self.fitted[a], self.fitted[b], noise_a=self.noise[a], noise_b=self.noise[b],
+                              bounds=DIFFERENCE)
 
     def c2_role(self) -> str:
         """"" where the task decides C2, else why it is shown aside."""

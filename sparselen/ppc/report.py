@@ -75,8 +75,8 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
     write_table(t, out_csv, out_md, "Position coupling and PPC: exact-match accuracy by task, scheme and input "
                 "size, and PPC's id diagnostics (first response id, later ids, first id and exact match by the first "
                 "lookup's distance: within the training sizes' or beyond; beyond_lookup: the share of samples beyond) "
-                "(mean and 95% t-interval over seeds, test samples; floored at the evaluation noise of each run's "
-                "samples where a metric is over all of them)", prov)
+                "(mean and 95% t-interval over seeds, test samples; floored at the evaluation noise of the samples "
+                "every run shares where a metric is over all of them)", prov)
     return t
 
 

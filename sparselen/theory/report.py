@@ -11,7 +11,7 @@ import pandas as pd
 
 from sparselen.layout import grid as layout, seeds
 from sparselen.provenance import provenance
-from sparselen.stats import summarize, t_interval
+from sparselen.stats import NONNEGATIVE, summarize, t_interval
 from sparselen.tables import read_tables, runs_provenance, write_table
 
 def fit_slopes(table: pd.DataFrame, floor: float) -> pd.DataFrame:
@@ -43,10 +43,11 @@ def table(eval_csvs, out, floor: float) -> pd.DataFrame:
     by = ["model", "distribution", "k", "ratio", "length", "n_values"]
     error = summarize(df, by, "error", n_col="n").rename(
         columns={"mean": "error_mean", "ci_low": "error_ci_low", "ci_high": "error_ci_high"})
-    t = summarize(df, by, "log_loss", clip=None).merge(error.drop(columns="n_seeds"), on=by)
+    t = summarize(df, by, "log_loss", clip=NONNEGATIVE).merge(error.drop(columns="n_seeds"), on=by)
     prov = runs_provenance(df)
     write_table(t, out.csv, out.md, "Theory: log loss (mean, 95% t-interval over seeds) and 0-1 error (its interval "
-                "floored at the evaluation noise of each run's samples) at Lbar = ratio * L", prov, floatfmt=".3g")
+                "floored at the evaluation noise of the samples every run shares) at Lbar = ratio * L", prov,
+                floatfmt=".3g")
     write_table(fit_slopes(t, floor), out.slopes_csv, out.slopes_md, "Theory: slope of log(log loss) on "
                 f"log(Lbar/L), and error ratios (the bound's shape is (Lbar/L)^2; losses floored at {floor:g})", prov, floatfmt=".3g")
     return t
