@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import sys
 
+from sparselen.estimate.display import hm
 from sparselen.estimate.flops import seconds
 from sparselen.estimate.memory import GiB
 from sparselen.estimate.plan import Job
@@ -88,7 +89,8 @@ def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, r
                      "steps": w.train_steps, "checkpoint_every": w.checkpoint_every,
                      "runtime_min": d.runtime_min, "runtime_key": runtime_key(config, d.runtime_min),
                      "restart_s": s["restart_seconds"], "submission": d.submission,
-                     "level": d.level, "limit_min": d.limit_min})
+                     "level": d.level, "limit_min": d.limit_min, "jobid": d.jobid, "deps": d.deps,
+                     "threads": d.threads, "priority": d.priority})
     return pd.DataFrame(rows)
 
 
@@ -181,30 +183,10 @@ def packing_table(df, subs) -> "pd.DataFrame":
          "gpu_submissions": len(gpu_subs), "gpu_hours": unpacked_gpu_h + packed["gpu_hours"].sum()}])
 
 
-def wall_clock(subs, gpus: int) -> tuple[float, float]:
-    """(hours, lower bound) of the GPU submissions on ``gpus`` GPUs: longest first, each on the
-    GPUs that free up first (a multi-GPU training waits for all of its GPUs); the bound is the
-    larger of their GPU-hours over ``gpus`` and the longest submission. Dependencies between
-    submissions (a language model's analysis after its training) are not modelled: they can
-    only lengthen the schedule."""
-    import heapq
-
-    on_gpu = subs[subs["gpu_hours"] > 0]
-    free = [0.0] * gpus
-    for r in on_gpu.sort_values("predicted_h", ascending=False).itertuples():
-        want = max(1, round(r.gpu_hours / r.predicted_h)) if r.predicted_h else 1
-        need = min(gpus, want)  # a training of more GPUs than there are runs on all, longer
-        taken = [heapq.heappop(free) for _ in range(need)]
-        end = max(taken) + r.predicted_h * want / need
-        for _ in range(need):
-            heapq.heappush(free, end)
-    longest = float(on_gpu["predicted_h"].max()) if len(on_gpu) else 0.0
-    return max(free), max(float(on_gpu["gpu_hours"].sum()) / gpus, longest)
-
-
 def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: int, retries: int,
-                dp_efficiency: float) -> list[str]:
-    """What the numbers assume, one line each: printed with the tables."""
+                dp_efficiency: float, local: bool = False) -> list[str]:
+    """What the numbers assume, one line each: printed with the tables (for a ``local`` run,
+    only the CPU profile's: packing, SLURM limits and data-parallel training do not apply)."""
     out = []
     for p in [gpu, cpu] if gpu is not None else [cpu]:
         rate = f"{p.peak_flops * p.utilization / 1e12:.3g} TFLOP/s for matrix products" + (
@@ -215,6 +197,8 @@ def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: i
                    f"{p.units.get('model_job', 0):.3g} s for a model"
                    + (f", + {p.compile_s:.3g} s where torch.compile applies (training; evaluation runs eager)"
                       if p.compile_s else "") + f" ({p.source})")
+    if local:
+        return out
     pk = config.get("packing", {})
     if jobs_per_gpu > 1:
         how = ("packing.jobs_per_gpu" if pk.get("jobs_per_gpu") else
@@ -274,17 +258,22 @@ def config_value(config: dict, key: str):
 
 
 def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, retries: int = 2, out=print,
-           dp_efficiency: float = DP_EFFICIENCY, err=None, gpus_available: tuple = (8, 64)) -> dict:
+           dp_efficiency: float = DP_EFFICIENCY, err=None, gpus_available: tuple = (8, 64),
+           cores: int | None = None) -> dict:
     """Print the estimate of ``jobs`` (``plan``) and its assumptions; return its tables and
     ``errors``: the jobs that cannot succeed as configured (``memory_errors``, ``time_errors``),
     each also printed through ``err`` (stderr). Hours are device-hours (what a cluster bills); a
     job's longest wall time (``max_job_h``) is what its SLURM limit must cover; ``mfu`` and
     ``gpu_busy`` are a GPU job's predicted model FLOP utilisation and the share of its time its
-    GPU computes for it, alone on the GPU (what packing fills); ``gpus_available``: the GPU
-    counts whose wall clock is printed (``wall_clock``)."""
+    GPU computes for it, alone on the GPU (what packing fills). The wall clock follows the DAG
+    (``timeline.campaign_clock``): on a cluster, on each of ``gpus_available`` GPUs; for a local
+    run (no GPU), on this machine's ``cores`` (default: all), without the SLURM tables."""
+    from sparselen.estimate.display import markdown
+    from sparselen.estimate.timeline import campaign_clock
     from sparselen.packing import jobs_per_gpu
 
     err = err or (lambda line: print(line, file=sys.stderr))
+    local = gpu is None or not config.get("gpus_per_job", 0) > 0
     df = estimate(config, jobs, gpu, cpu, retries, dp_efficiency)
     n = jobs_per_gpu(config)
     subs = submissions(df, retries, n, float(config.get("checkpoint_minutes", 0)))
@@ -304,33 +293,33 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     by_rule[["hours", "max_job_h"]] /= 3600
     by_rule["pflop"] /= 1e15
     packing = packing_table(df, subs)
-    out(f"Device profiles: {gpu.name if gpu else '-'} (model jobs); {cpu.name} (other jobs)")
-    for p in [gpu, cpu] if gpu is not None else [cpu]:
+    out(f"Device profile: {cpu.name} (every job)" if local else
+        f"Device profiles: {gpu.name} (model jobs); {cpu.name} (other jobs)")
+    for p in [cpu] if local else [gpu, cpu]:
         size = f"{p.usable_bytes / GiB:.1f} GiB usable ({USABLE:.0%} of {p.memory_bytes / GiB:.1f} GiB)"
         out(f"Memory on {p.name}: {size if p.memory_bytes else 'unknown, not checked'}")
     out("\nAssumptions:")
-    for line in assumptions(config, gpu if config.get("gpus_per_job", 0) > 0 else None, cpu, n, retries,
-                            dp_efficiency):
+    for line in assumptions(config, None if local else gpu, cpu, n, retries, dp_efficiency, local):
         out(f"- {line}")
-    out(f"\nPer slice (device-hours, one job at a time):\n")
-    out(by_slice.to_markdown(index=False, floatfmt=".3g"))
-    out(f"\nPer job type (max_mem_gib: the largest predicted peak memory of a job, sparselen.estimate.memory; "
-        f"mfu, gpu_busy: a GPU job alone on its GPU):\n")
-    out(by_rule.to_markdown(index=False, floatfmt=".3g"))
-    out(f"\nSubmissions and GPU-hours, without and with packing ({n} model group(s) per GPU; a SLURM submission "
+    out(f"\nPer slice (device-hours as h:mm, one job at a time):\n")
+    out(markdown(by_slice))
+    out(f"\nPer job type (h:mm: device-hours; max_job: the longest job; max_mem_gib: the largest predicted peak "
+        f"memory of a job, sparselen.estimate.memory" + (
+            "; mfu, gpu_busy: a GPU job alone on its GPU" if not local else "") + "):\n")
+    out(markdown(by_rule))
+    if not local:
+        out(f"\nSubmissions and GPU-hours, without and with packing ({n} model group(s) per GPU; a SLURM submission "
         f"runs its {n} one after another, {SLURM_PACKED_AT_ONCE} at a time (the executor plugin's group jobs): packing "
-        f"saves submissions and queue waits there, GPU-hours only where they run side by side, as locally):\n")
-    out(packing.to_markdown(index=False, floatfmt=".4g"))
+            f"saves submissions and queue waits there, GPU-hours only where they run side by side, as locally):\n")
+        out(packing.to_markdown(index=False, floatfmt=".4g"))
     total = {d: g["device_seconds"].sum() / 3600 for d, g in df.groupby("device")}
     if "gpu" in total:
         total["gpu"] = packing["gpu_hours"].iloc[1]
-    out("\nTotal: " + ", ".join(f"{h:,.1f} {d.upper()}-h" for d, h in total.items())
-        + (f" (with packing; {packing['gpu_hours'].iloc[0]:,.1f} GPU-h without)" if "gpu" in total and n > 1 else ""))
-    if "gpu" in total and gpus_available:
-        clocks = {n: wall_clock(subs, n) for n in gpus_available}
-        out("Wall clock of the GPU submissions (longest first on the GPUs that free up first; dependencies between "
-            "submissions can only add to it): " + "; ".join(
-                f"{n} GPU{'s' * (n != 1)}: {h:,.1f} h (at least {bound:,.1f} h)" for n, (h, bound) in clocks.items()))
+    out("\nTotal: " + ", ".join(f"{hm(h)} {d.upper()}-hours" for d, h in total.items())
+        + (f" (with packing; {hm(packing['gpu_hours'].iloc[0])} without)" if "gpu" in total and n > 1 else ""))
+    clock = campaign_clock(df, local, gpus_available, cores)
+    for line in clock["lines"]:
+        out(line)
     over = subs[(subs["predicted_h"] > subs["limit_h"]) & (subs["attempts"] < math.inf)]
     if len(over):
         out(f"\nWARNING: {len(over)} submission(s) exceed their SLURM time limit (resources.runtime; a group's jobs "
@@ -350,7 +339,7 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     for e in errors:
         err(f"ERROR: {e}")
     return {"jobs": df, "slices": by_slice, "rules": by_rule, "submissions": subs, "packing": packing,
-            "jobs_per_gpu": n, "errors": errors}
+            "jobs_per_gpu": n, "errors": errors, "clock": clock, "local": local}
 
 
 def compare(df, benchmarks) -> "pd.DataFrame":
