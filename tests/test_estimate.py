@@ -171,6 +171,22 @@ def test_the_wall_clock_follows_the_dags_dependencies():
         schedule.critical_chain([Task("a", 1, ("b",)), Task("b", 1, ("a",))])
 
 
+def test_the_workflows_priorities_start_the_critical_chain_first(paper_jobs):
+    """Snakemake's priorities (the dry run's) order paper.yaml's submissions as the estimate's
+    scheduler does by chain length: on 8 GPUs they reach its wall clock, where first come,
+    first served (no priorities) leaves the long language chain behind the small models."""
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    df = tables.estimate(load(PAPER), paper_jobs, gpu, cpu)
+    tasks = timeline.submission_tasks(df)
+    priority = df.groupby("submission")["priority"].max().to_dict()
+    by_chain = schedule.wall_clock(tasks, gpus=8)
+    by_priority = schedule.wall_clock(tasks, gpus=8, rank=priority)
+    unordered = schedule.wall_clock(tasks, gpus=8, rank=dict.fromkeys(priority, 0))
+    assert by_priority == pytest.approx(by_chain, rel=0.01) and unordered > 1.05 * by_priority
+    long_on_chain = [t.name for t in schedule.critical_chain(tasks)[1] if t.hours >= 1]
+    assert len(long_on_chain) >= 2 and all(priority[name] > 0 for name in long_on_chain), long_on_chain
+
+
 def test_the_smoke_configs_clock_follows_its_dag(smoke_jobs):
     """On the smoke config every job waits on its inputs: the critical chain runs from the corpus
     through the reference language model's training to the report, and the wall clock on any

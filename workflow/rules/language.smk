@@ -34,8 +34,9 @@ RUN_TABLES["language"] = {
     "induction": [f"{run}/induction.csv" for run in LANG_RUNS],
     "screen_losses": [f"{run}/screen_losses.csv" for run in LANG_RUNS],
 }
-# The chain corpus -> tokens -> reference model -> analysis is the DAG's longest: its jobs go
-# first, so it does not run alone on one core at the end of a run.
+# The chain corpus -> tokens -> reference model -> analysis is the DAG's longest (`sparselen
+# estimate` prints it): its jobs go first, so it does not run alone at the end of a run, and
+# the reference trainings (the analysis reads them) before the other trainings.
 LANG_PRIORITY = 1
 
 
@@ -141,7 +142,9 @@ rule language_train:
         "logs/language/train/ctx{context}_{run}_seed{seed}.log",
     benchmark:
         "results/benchmarks/language/train/ctx{context}_{run}_seed{seed}.tsv"
-    priority: LANG_PRIORITY
+    priority:
+        lambda w: LANG_PRIORITY
+        + (LANG_RUN.format(**dict(w.items())) == LANG_REF_RUN.format(seed=w.seed))
     group:
         GROUP_MODEL
     conda:
