@@ -444,9 +444,39 @@ def test_a_job_that_no_attempt_finishes_is_an_error(paper_jobs):
              for j in paper_jobs]
     errors = tables.report(cfg, short, gpu, cpu, **quiet)["errors"]
     assert errors and all(e.startswith("cpu_train ") for e in errors)  # the submissions of the longer runs
-    assert re.fullmatch(r"cpu_train \d+/\d+ \(theory_run_sfa x2\): predicted \d+\.\d\d h > limit 0\.17 h, and 3 "
-                        r"attempts \(up to 0\.50 h\) each start over \(it keeps no checkpoint\): it never finishes; "
-                        r"raise resources\.sfa_runtime from 10 to at least \d+ min", errors[0]), errors[0]
+    never = [e for e in errors if "never finishes" in e]
+    assert never and re.fullmatch(r"cpu_train \d+/\d+ \(theory_run_sfa x2\): predicted \d+:\d\d > limit 0:10, "
+                                  r"and 3 attempts \(up to 0:30\) each start over \(it keeps no checkpoint\): it "
+                                  r"never finishes; raise resources\.sfa_runtime from 10 to at least \d+ min",
+                                  never[0]), errors
+    # at 8 h the longest runs finish in attempt 2 (16 h), but from zero: the first 8 h lost on
+    # every launch, an error too
+    cfg["resources"]["sfa_runtime"] = 480
+    short = [replace(j, dag=replace(j.dag, runtime_min=480, limit_min=480)) if j.dag.rule == "theory_run_sfa" else j
+             for j in paper_jobs]
+    errors = tables.report(cfg, short, gpu, cpu, **quiet)["errors"]
+    assert errors and all(e.startswith("cpu_train ") for e in errors)
+    assert re.fullmatch(r"cpu_train \d+/\d+ \(theory_run_sfa x2\): predicted \d+:\d\d > limit 8:00, and it keeps no "
+                        r"checkpoint: attempt 1 is killed and attempt 2 starts over; raise resources\.sfa_runtime "
+                        r"from 480 to at least \d+ min", errors[0]), errors[0]
+
+
+def test_tokenization_over_its_limit_is_an_error_naming_its_key(paper_jobs):
+    """paper.yaml's tokenization takes hours on one thread, without a checkpoint: at the
+    default 30 minutes (the data submission's limit then 3 x 30 min, its corpus, tokenizer and
+    tokens in turn) attempt 1 is killed and a later one starts over: an error naming
+    resources.tokens_runtime, which paper.yaml sets."""
+    cfg, (gpu, cpu) = load(PAPER), profiles.resolve("h100", 0.4, None)
+    quiet = {"out": lambda *a: None, "err": lambda *a: None}
+    data = {j.dag.submission for j in paper_jobs if j.dag.rule == "language_tokens"}
+    cfg["resources"]["tokens_runtime"] = 30
+    short = [replace(j, dag=replace(j.dag, runtime_min=30 if j.dag.rule == "language_tokens" else j.dag.runtime_min,
+                                    limit_min=90)) if j.dag.submission in data else j for j in paper_jobs]
+    errors = tables.report(cfg, short, gpu, cpu, **quiet)["errors"]
+    assert len(errors) == 1, errors
+    assert re.fullmatch(r"data \(.*language_tokens\): predicted [23]:\d\d > limit 1:30, and it keeps no checkpoint: "
+                        r"attempt 1 is killed and attempt 3 starts over; raise resources\.tokens_runtime from 30 to "
+                        r"at least \d+ min", errors[0]), errors[0]
 
 
 def test_parameters_are_counted_without_allocating():

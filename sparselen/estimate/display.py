@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-HOUR_COLUMNS = ("hours", "max_job_h", "predicted_h", "limit_h")
+HOUR_COLUMNS = ("hours", "max_job_h", "predicted_h", "limit_h", "gpu_hours")
 ONLY_WHEN_VARIED = ("devices", "device")  # constant: said once in the header lines
 
 
@@ -34,7 +34,8 @@ def printable(df) -> "pd.DataFrame":
         if c in out.columns:
             out[c] = [hm(h) for h in out[c]]
     out = out.rename(columns={"max_job_h": "max_job", "predicted_h": "predicted", "limit_h": "limit",
-                              "hours": "h:mm"})
+                              "hours": "h:mm",
+                              "gpu_hours": "gpu_h:mm"})
     return out
 
 

@@ -87,18 +87,26 @@ def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, r
                      "usable_gib": device.usable_bytes / GiB if device.memory_bytes else math.nan,
                      "memory_pass": peak.what if peak else "", "memory_key": peak.key if peak else "",
                      "steps": w.train_steps, "checkpoint_every": w.checkpoint_every,
-                     "runtime_min": d.runtime_min, "runtime_key": runtime_key(config, d.runtime_min),
+                     "runtime_min": d.runtime_min, "runtime_key": runtime_key(config, d.runtime_min, d.rule),
                      "restart_s": s["restart_seconds"], "submission": d.submission,
                      "level": d.level, "limit_min": d.limit_min, "jobid": d.jobid, "deps": d.deps,
                      "threads": d.threads, "priority": d.priority})
     return pd.DataFrame(rows)
 
 
-def runtime_key(config: dict, runtime_min: float) -> str:
-    """The config key that sets a job's time limit: resources.runtime or resources.sfa_runtime
-    where its runtime is theirs, else its rule's own (``job_resources(runtime=...)``)."""
-    for key in ("runtime", "sfa_runtime"):
-        if runtime_min == config.get("resources", {}).get(key):
+# Rules whose time limit a key of their own sets (workflow/rules/*.smk); other jobs that take
+# resources.runtime take it through job_resources.
+RUNTIME_KEYS = {"theory_run_sfa": "sfa_runtime", "language_tokens": "tokens_runtime",
+                "language_train": "language_runtime", "language_analyze": "language_runtime"}
+
+
+def runtime_key(config: dict, runtime_min: float, rule: str = "") -> str:
+    """The config key that sets a job's time limit: its rule's own key (``RUNTIME_KEYS``) or
+    resources.runtime where its runtime is that key's value, else "" (its rule's own minutes,
+    or the SLURM profile's default-resources)."""
+    resources = config.get("resources", {})
+    for key in (RUNTIME_KEYS.get(rule), "runtime"):
+        if key and runtime_min == resources.get(key):
             return f"resources.{key}"
     return ""
 
@@ -134,18 +142,15 @@ def submission_seconds(g, jobs_per_gpu: int | None) -> tuple[float, float]:
 
 
 def submissions(df, retries: int = 2, jobs_per_gpu: int = 1, checkpoint_minutes: float = 0.0) -> "pd.DataFrame":
-    """Per SLURM submission that runs a model (a model's group, a group of packed model groups
-    sharing one GPU, the SFA runs' group, an ungrouped job): predicted wall time
+    """Per SLURM submission (a model's group, a group of packed model groups sharing one GPU,
+    the SFA runs' group, the data jobs' group, an ungrouped job): predicted wall time
     (``submission_seconds``), its limit, attempts needed and whether they resume from
     checkpoints; ``gpu_hours``: its wall time times the GPUs it holds (one for packed model
-    groups); ``runs``: the model groups in it. Data, table and figure jobs take seconds to
-    minutes and are not checked."""
+    groups); ``runs``: the model groups in it."""
     import pandas as pd
 
     rows = []
     for sub, g in df.groupby("submission", sort=False):
-        if not (g["flops"] > 0).any():
-            continue
         packed = bool((g["group"] == PACKED_GROUP).any())
         need, train = submission_seconds(g, SLURM_PACKED_AT_ONCE if packed else None)
         limit = 60 * g["limit_min"].iloc[0]
@@ -216,22 +221,28 @@ def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: i
 
 
 def time_errors(subs, config: dict, retries: int) -> list[str]:
-    """Submissions that no number of attempts finishes: none of one command's attempts covers
-    the whole job, and none keeps a checkpoint (or reaches one), so rerunning starts over."""
+    """Submissions that lose work at their first time limit: no number of attempts finishes
+    them (none of one command's attempts covers the whole job, and none keeps a checkpoint, or
+    reaches one, so rerunning starts over), or attempt 1 is killed and, keeping no checkpoint,
+    a later attempt starts over (the first attempt's hours lost, on every launch)."""
     out = []
-    for r in subs[subs["attempts"] == math.inf].itertuples():
+    for r in subs[(subs["attempts"] == math.inf) | ((subs["attempts"] > 1) & ~subs["checkpoints"])].itertuples():
         missing = math.ceil((r.predicted_h - r.limit_h) * 60 / 10) * 10  # minutes attempt 1 lacks
         if r.runtime_key:
             now = config["resources"][r.runtime_key.split(".")[1]]
             fix = f"raise {r.runtime_key} from {now} to at least {now + missing} min"
         else:
             fix = f"raise its rule's runtime (workflow/rules/{r.slice}.smk) by at least {missing} min"
+        if r.attempts < math.inf:
+            out.append(f"{r.submission} ({r.rules}): predicted {hm(r.predicted_h)} > limit {hm(r.limit_h)}, and it "
+                       f"keeps no checkpoint: attempt 1 is killed and attempt {int(r.attempts)} starts over; {fix}")
+            continue
         if r.checkpoints:
             why, fix = "none reaches a checkpoint", f"checkpoint more often (its train.checkpoint_every) or {fix}"
         else:
             why = "it keeps no checkpoint"
-        out.append(f"{r.submission} ({r.rules}): predicted {r.predicted_h:.2f} h > limit {r.limit_h:.2f} h, and "
-                   f"{1 + retries} attempts (up to {(1 + retries) * r.limit_h:.2f} h) each start over ({why}): "
+        out.append(f"{r.submission} ({r.rules}): predicted {hm(r.predicted_h)} > limit {hm(r.limit_h)}, and "
+                   f"{1 + retries} attempts (up to {hm((1 + retries) * r.limit_h)}) each start over ({why}): "
                    f"it never finishes; {fix}")
     return out
 
@@ -311,7 +322,7 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
         out(f"\nSubmissions and GPU-hours, without and with packing ({n} model group(s) per GPU; a SLURM submission "
         f"runs its {n} one after another, {SLURM_PACKED_AT_ONCE} at a time (the executor plugin's group jobs): packing "
             f"saves submissions and queue waits there, GPU-hours only where they run side by side, as locally):\n")
-        out(packing.to_markdown(index=False, floatfmt=".4g"))
+        out(markdown(packing))
     total = {d: g["device_seconds"].sum() / 3600 for d, g in df.groupby("device")}
     if "gpu" in total:
         total["gpu"] = packing["gpu_hours"].iloc[1]
@@ -320,21 +331,20 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     clock = campaign_clock(df, local, gpus_available, cores)
     for line in clock["lines"]:
         out(line)
-    over = subs[(subs["predicted_h"] > subs["limit_h"]) & (subs["attempts"] < math.inf)]
+    over = subs[(subs["predicted_h"] > subs["limit_h"]) & (subs["attempts"] < math.inf) & subs["checkpoints"]]
     if len(over):
         out(f"\nWARNING: {len(over)} submission(s) exceed their SLURM time limit (resources.runtime; a group's jobs "
             f"that run in turn add up; attempt a gets a x the limit, {1 + retries} attempts with retries: {retries}):")
         for r in over.itertuples():
             if r.attempts <= 1 + retries:
-                how = "resuming from checkpoints" if r.checkpoints else "each from the start: no checkpoints"
-                fix = f"finishes in attempt {r.attempts} ({r.attempts - 1} resubmission(s), {how})"
+                fix = f"finishes in attempt {r.attempts} ({r.attempts - 1} resubmission(s), resuming from checkpoints)"
             else:
                 reruns = math.ceil(r.attempts / (1 + retries)) - 1
                 fix = (f"needs {r.attempts} attempts: {reruns} rerun(s) of the snakemake command after the retries "
                        f"are used up (each starts again at attempt 1; finished jobs and checkpoints are kept), "
                        f"or raise its limit to "
                        f"{math.ceil(r.predicted_h * 60 / 10) * 10} min")
-            out(f"  {r.submission} ({r.rules}): {r.predicted_h:.2f} h > {r.limit_h:.2f} h: {fix}")
+            out(f"  {r.submission} ({r.rules}): {hm(r.predicted_h)} > {hm(r.limit_h)}: {fix}")
     errors = memory_errors(df, config) + time_errors(subs, config, retries)
     for e in errors:
         err(f"ERROR: {e}")

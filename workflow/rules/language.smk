@@ -13,6 +13,8 @@ LANG_PROCS = LANG["parallel"]["processes"]
 LANG_NODES = LANG["parallel"]["nodes"]
 # Minutes of a language training or analysis (None: resources.runtime).
 LANG_RUNTIME = config["resources"].get("language_runtime")
+# Minutes of the tokenization: one thread, no checkpoint, hours at paper scale.
+LANG_TOKENS_RUNTIME = config["resources"]["tokens_runtime"]
 LANG_DIR = "results/language"
 LANG_RUN = f"{LANG_DIR}/ctx{{context}}/{{run}}/seed{{seed}}"
 LANG_RUNS = [
@@ -101,6 +103,8 @@ rule language_tokens:
         GROUP_DATA
     conda:
         ENV
+    resources:
+        runtime=lambda wildcards, attempt: LANG_TOKENS_RUNTIME * attempt,
     script:
         JOB
 
