@@ -434,31 +434,32 @@ def test_the_one_pass_language_batch_is_refused_on_an_h100(tmp_path, monkeypatch
 
 
 def test_a_job_that_no_attempt_finishes_is_an_error(paper_jobs):
-    """An SFA run keeps no checkpoint: at a 10-minute limit its 3 attempts (10, 20, 30 min)
-    each start over, so it never finishes; paper.yaml's runtimes pass on an H100."""
+    """An SFA run checkpoints checkpoint_minutes apart: at a 10-minute limit with checkpoints an
+    hour apart none of its 3 attempts (10, 20, 30 min) reaches one, so each starts over and it
+    never finishes; at 8 h the longest runs resume in attempt 2 (a warning); paper.yaml's
+    runtimes pass on an H100."""
     cfg, (gpu, cpu) = load(PAPER), profiles.resolve("h100", 0.4, None)
     quiet = {"out": lambda *a: None, "err": lambda *a: None}
     assert tables.report(cfg, paper_jobs, gpu, cpu, **quiet)["errors"] == []
-    cfg["resources"]["sfa_runtime"] = 10
-    short = [replace(j, dag=replace(j.dag, runtime_min=10, limit_min=10)) if j.dag.rule == "theory_run_sfa" else j
-             for j in paper_jobs]
-    errors = tables.report(cfg, short, gpu, cpu, **quiet)["errors"]
+
+    def sfa_limit(minutes):
+        cfg["resources"]["sfa_runtime"] = minutes
+        return [replace(j, dag=replace(j.dag, runtime_min=minutes, limit_min=minutes))
+                if j.dag.rule == "theory_run_sfa" else j for j in paper_jobs]
+
+    cfg["checkpoint_minutes"] = 60
+    errors = tables.report(cfg, sfa_limit(10), gpu, cpu, **quiet)["errors"]
     assert errors and all(e.startswith("cpu_train ") for e in errors)  # the submissions of the longer runs
-    never = [e for e in errors if "never finishes" in e]
-    assert never and re.fullmatch(r"cpu_train \d+/\d+ \(theory_run_sfa x2\): predicted \d+:\d\d > limit 0:10, "
-                                  r"and 3 attempts \(up to 0:30\) each start over \(it keeps no checkpoint\): it "
-                                  r"never finishes; raise resources\.sfa_runtime from 10 to at least \d+ min",
-                                  never[0]), errors
-    # at 8 h the longest runs finish in attempt 2 (16 h), but from zero: the first 8 h lost on
-    # every launch, an error too
-    cfg["resources"]["sfa_runtime"] = 480
-    short = [replace(j, dag=replace(j.dag, runtime_min=480, limit_min=480)) if j.dag.rule == "theory_run_sfa" else j
-             for j in paper_jobs]
-    errors = tables.report(cfg, short, gpu, cpu, **quiet)["errors"]
-    assert errors and all(e.startswith("cpu_train ") for e in errors)
-    assert re.fullmatch(r"cpu_train \d+/\d+ \(theory_run_sfa x2\): predicted \d+:\d\d > limit 8:00, and it keeps no "
-                        r"checkpoint: attempt 1 is killed and attempt 2 starts over; raise resources\.sfa_runtime "
-                        r"from 480 to at least \d+ min", errors[0]), errors[0]
+    assert re.fullmatch(r"cpu_train \d+/\d+ \(theory_run_sfa x2\): predicted \d+:\d\d > limit 0:10, and 3 attempts "
+                        r"\(up to 0:30\) each start over \(none reaches a checkpoint\): it never finishes; checkpoint "
+                        r"more often \(checkpoint_minutes, train\.checkpoint_every\) or raise resources\.sfa_runtime "
+                        r"from 10 to at least \d+ min", errors[0]), errors[0]
+    cfg["checkpoint_minutes"] = 10
+    lines = []
+    assert tables.report(cfg, sfa_limit(480), gpu, cpu, out=lines.append, err=lambda *a: None)["errors"] == []
+    resumed = [line for line in lines if line.lstrip().startswith("cpu_train")]
+    assert resumed and all("finishes in attempt 2 (1 resubmission(s), resuming from checkpoints)" in line
+                           for line in resumed), resumed
 
 
 def test_tokenization_over_its_limit_is_an_error_naming_its_key(paper_jobs):

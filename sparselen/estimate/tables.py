@@ -238,7 +238,7 @@ def time_errors(subs, config: dict, retries: int) -> list[str]:
                        f"keeps no checkpoint: attempt 1 is killed and attempt {int(r.attempts)} starts over; {fix}")
             continue
         if r.checkpoints:
-            why, fix = "none reaches a checkpoint", f"checkpoint more often (its train.checkpoint_every) or {fix}"
+            why, fix = "none reaches a checkpoint", f"checkpoint more often (checkpoint_minutes, train.checkpoint_every) or {fix}"
         else:
             why = "it keeps no checkpoint"
         out.append(f"{r.submission} ({r.rules}): predicted {hm(r.predicted_h)} > limit {hm(r.limit_h)}, and "
