@@ -32,7 +32,7 @@ def estimate(args) -> int:
         print("note: gpus_per_job is 0 in this config: every job runs on the CPU profile")
     out = tables.report(cfg, jobs, gpu, cpu, args.retries,
                         dp_efficiency=args.dp_efficiency or tables.DP_EFFICIENCY,
-                        gpus_available=tuple(args.gpus_available))
+                        gpus_available=tuple(args.gpus_available), cores=args.cores)
     if args.jobs_csv:
         io.write_csv(out["jobs"], args.jobs_csv)
     if args.compare:
@@ -42,6 +42,9 @@ def estimate(args) -> int:
         print(by_slice.to_markdown(index=False, floatfmt=".3g"))
         print()
         print(by_rule.to_markdown(index=False, floatfmt=".3g"))
+    from sparselen.estimate.next_step import next_step
+
+    print("\n" + next_step(args.configfile, args.gpu, cfg, out))
     return 1 if out["errors"] else 0
 
 
@@ -116,7 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="memory of the CPU jobs' machine in GiB (default: the CPU profile's, else this machine's)")
     s.add_argument("--retries", type=int, default=2, help="the SLURM profile's retries")
     s.add_argument("--gpus-available", type=positive_int, nargs="+", default=[8, 64], metavar="N",
-                   help="GPU counts for which the wall clock of the GPU submissions is printed")
+                   help="GPU counts for which the campaign's wall clock on a cluster is printed")
+    s.add_argument("--cores", type=positive_int, default=None, metavar="N",
+                   help="cores of the machine a local (CPU) run uses for its wall clock (default: this machine's)")
     s.add_argument("--dp-efficiency", type=float, default=None,
                    help="assumed data-parallel efficiency of a language model trained on several devices "
                         "(language.parallel): its wall time is one device's over devices x this (default: 0.9)")

@@ -13,7 +13,7 @@ import torch
 
 from conftest import ROOT, SMOKE
 from sparselen.config import load
-from sparselen.estimate import calibrate, dag, flops, memory, plan, profiles, tables
+from sparselen.estimate import calibrate, dag, flops, memory, plan, profiles, schedule, tables, timeline
 from sparselen.model import GPTNeoX, ModelConfig
 
 PAPER = (ROOT / "configs/paper.yaml",)
@@ -131,8 +131,8 @@ def test_submissions_are_the_slurm_profiles(paper_jobs):
     first = sfa[sfa["submission"] == sfa["submission"].iloc[0]]
     sub = tables.submissions(df).set_index("submission").loc[first["submission"].iloc[0]]
     assert sub["predicted_h"] == pytest.approx(first["seconds"].max() / 3600) and sub["limit_h"] == sfa_runtime / 60
-    # the SFA runs keep no checkpoints: the paper's runs finish in the first attempt
-    assert sub["attempts"] == 1 and not sub["checkpoints"]
+    # the paper's SFA runs finish in the first attempt; a longer one resumes from its checkpoint
+    assert sub["attempts"] == 1 and sub["checkpoints"]
 
 
 def test_attempts_and_resubmissions():
@@ -152,15 +152,54 @@ def test_attempts_and_resubmissions():
     assert tables.attempts_needed(6000, 6000, 100, 10, 1800, 0, retries=0, checkpoint_minutes=20) == 5
 
 
-def test_wall_clock_schedules_the_longest_submissions_first():
-    import pandas as pd
+def test_the_wall_clock_follows_the_dags_dependencies():
+    """A chain of 1 + 6 + 3 h behind eight 1 h GPU jobs: on 8 GPUs the sum over the GPUs (2 h)
+    says nothing, the chain (10 h) binds; the scheduler starts the chain's head first, so its
+    wall clock is the chain; on 1 GPU the GPU work (14 h) binds. A 2-GPU task on 1 GPU takes
+    twice as long."""
+    Task = schedule.Task
+    chain = [Task("tokens", 1, cpus=1), Task("train", 6, ("tokens",), gpus=1), Task("analyze", 3, ("train",), gpus=1)]
+    others = [Task(f"small{i}", 1, gpus=1) for i in range(8)]
+    tasks = others + chain  # listed last: the scheduler must find the chain by its length
+    hours, critical = schedule.critical_chain(tasks)
+    assert hours == 10 and [t.name for t in critical] == ["tokens", "train", "analyze"]
+    assert schedule.wall_clock(tasks, gpus=8) == 10 > sum(t.hours * t.gpus for t in tasks) / 8
+    assert schedule.wall_clock(tasks, gpus=1) == 17  # 1 h tokens, then 8 + 6 + 3 h on the one GPU, 1 h overlapped
+    assert schedule.wall_clock([Task("dp", 4, gpus=2)], gpus=1) == 8
+    assert schedule.wall_clock([Task("a", 2, cpus=1), Task("b", 2, cpus=1)], cpus=1) == 4  # cores are a limit too
+    with pytest.raises(ValueError, match="cycle"):
+        schedule.critical_chain([Task("a", 1, ("b",)), Task("b", 1, ("a",))])
 
-    # a 2-GPU training of 4 h, three 3 h jobs and two 1 h jobs on one GPU each
-    subs = pd.DataFrame({"predicted_h": [4, 3, 3, 3, 1, 1, 0.5], "gpu_hours": [8, 3, 3, 3, 1, 1, 0]})
-    assert tables.wall_clock(subs, 1) == (19, 19)  # the 2-GPU training takes 8 h on one
-    assert tables.wall_clock(subs, 2) == (10, 9.5)  # 4 on both, then 3 + 3 on one and 3 + 1 + 1 on the other
-    assert tables.wall_clock(subs, 64) == (4, 4)  # the longest submission bounds it
-    assert tables.wall_clock(subs.iloc[6:], 8) == (0, 0)  # no GPU submission: nothing to schedule
+
+def test_the_workflows_priorities_start_the_critical_chain_first(paper_jobs):
+    """Snakemake's priorities (the dry run's) order paper.yaml's submissions as the estimate's
+    scheduler does by chain length: on 8 GPUs they reach its wall clock, where first come,
+    first served (no priorities) leaves the long language chain behind the small models."""
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    df = tables.estimate(load(PAPER), paper_jobs, gpu, cpu)
+    tasks = timeline.submission_tasks(df)
+    priority = df.groupby("submission")["priority"].max().to_dict()
+    by_chain = schedule.wall_clock(tasks, gpus=8)
+    by_priority = schedule.wall_clock(tasks, gpus=8, rank=priority)
+    unordered = schedule.wall_clock(tasks, gpus=8, rank=dict.fromkeys(priority, 0))
+    assert by_priority == pytest.approx(by_chain, rel=0.01) and unordered > 1.05 * by_priority
+    long_on_chain = [t.name for t in schedule.critical_chain(tasks)[1] if t.hours >= 1]
+    assert len(long_on_chain) >= 2 and all(priority[name] > 0 for name in long_on_chain), long_on_chain
+
+
+def test_the_smoke_configs_clock_follows_its_dag(smoke_jobs):
+    """On the smoke config every job waits on its inputs: the critical chain runs from the corpus
+    through the reference language model's training to the report, and the wall clock on any
+    number of cores is at least that chain and at least the core-hours over the cores."""
+    df = tables.estimate(load(SMOKE), smoke_jobs, None, profiles.CPU_DEFAULT)
+    clock = timeline.campaign_clock(df, local=True, cores=2)
+    rules = [t.name.partition(":")[0] for t in clock["chain"]]
+    assert rules[:3] == ["language_corpus", "language_tokenizer", "language_tokens"], rules
+    assert "language_train" in rules and rules[-1] == "report_render", rules
+    assert clock["chain_h"] == pytest.approx(sum(t.hours for t in clock["chain"]))
+    busy = df["seconds"].sum() / 3600
+    assert clock["wall_h"][2] >= max(clock["chain_h"], busy / 2) - 1e-9
+    assert timeline.campaign_clock(df, local=True, cores=1000)["wall_h"][1000] == pytest.approx(clock["chain_h"])
 
 
 def test_compilation_is_priced_where_it_is_applied():
@@ -255,8 +294,15 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     assert "language_train" in out and "exceed their SLURM time limit" not in out
     # every GPU job's predicted peak memory is shown and fits an 80 GB H100 with room to spare
     assert "max_mem_gib" in out and "72.0 GiB usable (90% of 80.0 GiB)" in out
-    clock = re.search(r"8 GPUs: ([\d.,]+) h \(at least ([\d.,]+) h\); 64 GPUs: ([\d.,]+) h", out)
-    assert clock and float(clock[2]) <= float(clock[1]) and float(clock[3]) <= float(clock[1]), out[-600:]
+    # the wall clock waits for the DAG: never under its critical chain (tokens -> the long-context
+    # training -> the analysis) nor the GPU-hours over the GPUs; more GPUs never take longer
+    clock = t["clock"]
+    chain = [rule for task in clock["chain"] for rule in timeline.rules_of(jobs, task, local=False).split("+")]
+    assert "language_tokens" in chain and "language_train" in chain and "language_analyze" in chain, chain
+    assert clock["wall_h"][8] >= max(clock["chain_h"], gpu_h / 8) - 1e-9 and clock["wall_h"][64] <= clock["wall_h"][8]
+    line = re.search(r"Wall clock .*: 8 GPUs: (\d+):(\d\d) \(at least \d+:\d\d\); 64 GPUs: \d+:\d\d", out)
+    assert line and int(line[1]) + int(line[2]) / 60 == pytest.approx(clock["wall_h"][8], abs=1 / 60), out[-600:]
+    assert re.search(r"Critical chain, \d+:\d\d ", out) and "nan" not in out
     on_gpu = jobs[jobs["device"] == "gpu"]
     assert on_gpu["memory_gib"].notna().all() and on_gpu["memory_gib"].max() < 0.6 * gpu.usable_bytes / memory.GiB
     assert set(on_gpu.loc[on_gpu["rule"] == "language_train", "memory_key"]) == {"language.micro_batch_tokens"}
@@ -305,6 +351,37 @@ def test_quick_calibration_and_command(tmp_path, capsys, monkeypatch):
     assert "Per slice" in out and "parity_train" in out and (tmp_path / "jobs.csv").exists()
 
 
+def test_a_local_runs_estimate_reads_without_the_docs(monkeypatch, capsys, smoke_dag):
+    """A CPU run: durations as h:mm, no empty (nan) cells or GPU columns, no SLURM tables, the
+    wall clock on this machine's cores, and a last line saying what to run."""
+    from sparselen.cli import main
+
+    monkeypatch.setattr(dag, "workflow_jobs", lambda files: smoke_dag)
+    assert main(["estimate", "--configfile", *map(str, SMOKE), "--cores", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out and "mfu" not in out and "gpu_busy" not in out
+    assert "Submissions and GPU-hours" not in out and "SLURM" not in out and "Packing" not in out
+    table = [[c.strip() for c in line.strip("|").split("|")] for line in out.split("Per job type")[1].splitlines()
+             if line.startswith("|") and not line.startswith("|:")]
+    columns = dict(zip(table[0], zip(*table[1:])))
+    assert "device" not in columns and "devices" not in columns
+    assert all(set(cells) != {"-"} for cells in columns.values())  # no column that says nothing
+    for name in ("h:mm", "max_job"):
+        assert all(re.fullmatch(r"<?\d+:\d\d", c) for c in columns[name]), columns[name]
+    clock = re.search(r"Wall clock on this machine's 3 cores .*: (\d+:\d\d) \(at least", out)
+    assert clock, out[-800:]
+    assert out.splitlines()[-1] == (f'next: make run SNAKEMAKE_ARGS="--configfile {" ".join(map(str, SMOKE))}" '
+                                    f"(about {clock[1]} on this machine's 3 cores)")
+
+
+def test_durations_read_as_hours_and_minutes():
+    from sparselen.estimate.display import hm
+
+    assert [hm(h) for h in (0, 0.000897, 1 / 60, 1.5, 17.14, 123.0)] == ["0:00", "<0:01", "0:01", "1:30", "17:08",
+                                                                       "123:00"]
+    assert hm(math.nan) == "-" and hm(math.inf) == "never"
+
+
 def test_compare_sets_predictions_against_measured_wall_time(tmp_path, smoke_jobs):
     """Snakemake samples a job's CPU time at most every 30 s, so the comparison reads wall time."""
     jobs = tables.estimate(load(SMOKE), smoke_jobs, None, profiles.CPU_DEFAULT, 0)
@@ -337,12 +414,18 @@ def test_the_one_pass_language_batch_is_refused_on_an_h100(tmp_path, monkeypatch
 
     monkeypatch.setattr(dag, "workflow_jobs", lambda files: paper_dag)  # micro-batches are no rule params
     assert main(["estimate", "--configfile", *map(str, PAPER), "--gpu", "h100"]) == 0
-    assert "ERROR" not in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "ERROR" not in captured.err
+    # a datasheet profile: the pilot first, then the estimate with its profile, then SLURM
+    assert re.fullmatch(r"next: on one GPU of the cluster, sparselen pilot --configfile \S+paper\.yaml .*then "
+                        r"sparselen estimate --configfile \S+ --gpu pilot_profile\.json; then snakemake --profile "
+                        r"workflow/profiles/slurm --configfile \S+ \(docs/cluster\.md\)",
+                        captured.out.splitlines()[-1]), captured.out.splitlines()[-1]
     one_pass = tmp_path / "one-pass.yaml"
     one_pass.write_text("language:\n  micro_batch_tokens: 262144\n")
     assert main(["estimate", "--configfile", *map(str, PAPER), str(one_pass), "--gpu", "h100"]) == 1
     captured = capsys.readouterr()
-    assert "Per job type" in captured.out
+    assert "Per job type" in captured.out and captured.out.splitlines()[-1].startswith("next: fix what the ERROR")
     errors = [line for line in captured.err.splitlines() if line.startswith("ERROR")]
     assert len(errors) == 2, errors  # one per context: 128 x 2048 and 512 x 512 tokens
     assert re.fullmatch(r"ERROR: language_train context=2048 run=rope seed=0 and 2 more: predicted peak "
@@ -351,19 +434,50 @@ def test_the_one_pass_language_batch_is_refused_on_an_h100(tmp_path, monkeypatch
 
 
 def test_a_job_that_no_attempt_finishes_is_an_error(paper_jobs):
-    """An SFA run keeps no checkpoint: at a 10-minute limit its 3 attempts (10, 20, 30 min)
-    each start over, so it never finishes; paper.yaml's runtimes pass on an H100."""
+    """An SFA run checkpoints checkpoint_minutes apart: at a 10-minute limit with checkpoints an
+    hour apart none of its 3 attempts (10, 20, 30 min) reaches one, so each starts over and it
+    never finishes; at 8 h the longest runs resume in attempt 2 (a warning); paper.yaml's
+    runtimes pass on an H100."""
     cfg, (gpu, cpu) = load(PAPER), profiles.resolve("h100", 0.4, None)
     quiet = {"out": lambda *a: None, "err": lambda *a: None}
     assert tables.report(cfg, paper_jobs, gpu, cpu, **quiet)["errors"] == []
-    cfg["resources"]["sfa_runtime"] = 10
-    short = [replace(j, dag=replace(j.dag, runtime_min=10, limit_min=10)) if j.dag.rule == "theory_run_sfa" else j
-             for j in paper_jobs]
-    errors = tables.report(cfg, short, gpu, cpu, **quiet)["errors"]
+
+    def sfa_limit(minutes):
+        cfg["resources"]["sfa_runtime"] = minutes
+        return [replace(j, dag=replace(j.dag, runtime_min=minutes, limit_min=minutes))
+                if j.dag.rule == "theory_run_sfa" else j for j in paper_jobs]
+
+    cfg["checkpoint_minutes"] = 60
+    errors = tables.report(cfg, sfa_limit(10), gpu, cpu, **quiet)["errors"]
     assert errors and all(e.startswith("cpu_train ") for e in errors)  # the submissions of the longer runs
-    assert re.fullmatch(r"cpu_train \d+/\d+ \(theory_run_sfa x2\): predicted \d+\.\d\d h > limit 0\.17 h, and 3 "
-                        r"attempts \(up to 0\.50 h\) each start over \(it keeps no checkpoint\): it never finishes; "
-                        r"raise resources\.sfa_runtime from 10 to at least \d+ min", errors[0]), errors[0]
+    assert re.fullmatch(r"cpu_train \d+/\d+ \(theory_run_sfa x2\): predicted \d+:\d\d > limit 0:10, and 3 attempts "
+                        r"\(up to 0:30\) each start over \(none reaches a checkpoint\): it never finishes; checkpoint "
+                        r"more often \(checkpoint_minutes, train\.checkpoint_every\) or raise resources\.sfa_runtime "
+                        r"from 10 to at least \d+ min", errors[0]), errors[0]
+    cfg["checkpoint_minutes"] = 10
+    lines = []
+    assert tables.report(cfg, sfa_limit(480), gpu, cpu, out=lines.append, err=lambda *a: None)["errors"] == []
+    resumed = [line for line in lines if line.lstrip().startswith("cpu_train")]
+    assert resumed and all("finishes in attempt 2 (1 resubmission(s), resuming from checkpoints)" in line
+                           for line in resumed), resumed
+
+
+def test_tokenization_over_its_limit_is_an_error_naming_its_key(paper_jobs):
+    """paper.yaml's tokenization takes hours on one thread, without a checkpoint: at the
+    default 30 minutes (the data submission's limit then 3 x 30 min, its corpus, tokenizer and
+    tokens in turn) attempt 1 is killed and a later one starts over: an error naming
+    resources.tokens_runtime, which paper.yaml sets."""
+    cfg, (gpu, cpu) = load(PAPER), profiles.resolve("h100", 0.4, None)
+    quiet = {"out": lambda *a: None, "err": lambda *a: None}
+    data = {j.dag.submission for j in paper_jobs if j.dag.rule == "language_tokens"}
+    cfg["resources"]["tokens_runtime"] = 30
+    short = [replace(j, dag=replace(j.dag, runtime_min=30 if j.dag.rule == "language_tokens" else j.dag.runtime_min,
+                                    limit_min=90)) if j.dag.submission in data else j for j in paper_jobs]
+    errors = tables.report(cfg, short, gpu, cpu, **quiet)["errors"]
+    assert len(errors) == 1, errors
+    assert re.fullmatch(r"data \(.*language_tokens\): predicted [23]:\d\d > limit 1:30, and it keeps no checkpoint: "
+                        r"attempt 1 is killed and attempt 3 starts over; raise resources\.tokens_runtime from 30 to "
+                        r"at least \d+ min", errors[0]), errors[0]
 
 
 def test_parameters_are_counted_without_allocating():

@@ -90,6 +90,38 @@ def test_sfa_on_a_local_law_generalizes_and_on_a_nonlocal_one_does_not():
     assert nonlocal_.loc[4, "error"] > 0.3  # the planted pair is out of the window at 4 L
 
 
+def test_a_killed_sfa_run_resumes_from_its_checkpoint_as_if_unbroken(tmp_path, monkeypatch):
+    """Hours on one thread at paper scale: a run killed mid-way resumes at its last checkpoint
+    and ends with the weights and log of an unbroken run; another run's checkpoint is ignored."""
+    import sparselen.theory.sfa as sfa
+
+    torch.set_num_threads(1)
+    cfg = {"window": 2, "d_embed": 8, "d_head": 8, "steps": 6, "batch_size": 8, "lr": 1e-2, "weight_decay": 0.0,
+           "log_every": 1}
+    pc = PlantedConfig(k=2, positions="local")
+    unbroken, unbroken_log = train_sfa(pc, cfg, [12], seed=0, window=2)
+
+    ckpt, calls, real_sample = tmp_path / "checkpoint.pt", [], sfa.sample
+
+    def killed_at_step_4(*args):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt("time limit")
+        return real_sample(*args)
+
+    monkeypatch.setattr(sfa, "sample", killed_at_step_4)
+    with pytest.raises(KeyboardInterrupt):
+        train_sfa(pc, cfg, [12], seed=0, window=2, checkpoint=ckpt, checkpoint_minutes=0, run_key="a")
+    monkeypatch.setattr(sfa, "sample", real_sample)
+    assert ckpt.exists()
+    resumed, log = train_sfa(pc, cfg, [12], seed=0, window=2, checkpoint=ckpt, run_key="a")
+    assert log == unbroken_log
+    assert all(torch.equal(a, b) for a, b in zip(resumed.state_dict().values(), unbroken.state_dict().values()))
+    # a finished checkpoint of another run (another config hash): trained from the start, not resumed
+    other, other_log = train_sfa(pc, {**cfg, "lr": 2e-2}, [12], seed=0, window=2, checkpoint=ckpt, run_key="b")
+    assert len(other_log) == 6 and other_log != unbroken_log
+
+
 def test_runs_table_and_figure_end_to_end(tmp_path):
     t = smoke_theory()
     shared = {key: t[key] for key in ("task", "train", "eval")}
@@ -106,6 +138,7 @@ def test_runs_table_and_figure_end_to_end(tmp_path):
         summary = json.loads((d / "train_summary.json").read_text())
         assert (summary["distribution"], summary["k"], summary["seed"]) == ("coupled", k, 0) and summary["config_hash"]
         assert np.isfinite(df["log_loss"]).all() and df["error"].between(0, 1).all()
+        assert model == "gpt" or (d / "checkpoint.pt").exists()  # a rerun after a kill resumes; onsuccess cleans it
         evals.append(d / "eval.csv")
     run(Job.of("theory_table", input={"evals": evals}, params={"floor": 1e-6},
                output={"csv": tmp_path / "t.csv", "md": tmp_path / "t.md", "slopes_csv": tmp_path / "s.csv",

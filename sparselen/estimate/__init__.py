@@ -10,6 +10,9 @@ measurements, benchmarks/memory.py), ``profiles`` turns the work into seconds on
 memory per slice and per job type, GPU-hours and submissions with and without packing (small
 models sharing a GPU: ``sparselen.packing``), the assumptions behind them, warns where a SLURM
 submission would exceed its time limit (with the resubmissions resuming from checkpoints would
-take), names the jobs that cannot succeed (over their device's memory, or never finishing) and
-sets the prediction against a finished run's benchmark files.
+take), names the jobs that cannot succeed (over their device's memory, never finishing, or starting
+over after a time-out) and sets the prediction against a finished run's benchmark files.
+``timeline`` turns the jobs into ``schedule``'s tasks (SLURM submissions, or a local run's
+jobs) for the critical chain and a wall clock that follows the DAG; ``display`` prints
+durations as h:mm without empty columns; ``next_step`` writes the closing line.
 """

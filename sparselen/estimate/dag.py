@@ -33,6 +33,10 @@ class DagJob:
     level: int  # its place in the submission: jobs of one level run side by side, levels in turn
     limit_min: float  # the submission's time limit at attempt 1 (Snakemake's runtime of its group job)
     log: str = ""  # its log file
+    jobid: int = -1  # Snakemake's id of the job in this DAG
+    deps: tuple[int, ...] = ()  # the ids of the jobs whose outputs it reads
+    priority: float = 0  # Snakemake's priority of the job (rules' ``priority:``)
+    threads: int = 1  # the cores it takes
 
     @property
     def slice(self) -> str:
@@ -60,7 +64,8 @@ def workflow_jobs(configfiles=(), profile: Path = PROFILE, targets=("all",)) -> 
     finally:
         log.propagate = propagate
     jobs = [DagJob(r["rule"], SimpleNamespace(**r["wildcards"]), SimpleNamespace(**r["params"]), r["bench"],
-                   r["runtime"], r["group"], r["group_job"], r["level"], r["limit"], r["log"]) for r in records]
+                   r["runtime"], r["group"], r["group_job"], r["level"], r["limit"], r["log"], r["jobid"],
+                   r["deps"], r["priority"], r["threads"]) for r in records]
     _name_submissions(jobs)  # submission: the group job's id until then
     return jobs
 
@@ -91,7 +96,8 @@ def _name_submissions(jobs: list[DagJob]) -> None:
 def _dry_run(configfiles: list[Path], profile: dict, targets: set) -> list[dict]:
     """Every job of the DAG after a dry run, rules in the order the workflow defines them: rule,
     typed wildcards, params, benchmark file, runtime (attempt 1), group, and its group job (one
-    submission): an id, the job's level in it, the group job's runtime. Snakemake's API runs or
+    submission): an id, the job's level in it, the group job's runtime; its id, the ids of the
+    jobs it depends on, its priority and threads. Snakemake's API runs or
     prints a DAG but returns no job list, and groups exist only once a dry or cluster run has
     formed them, so this reads the workflow's DAG (``_workflow.dag``, ``dag._group``): the one
     place that touches Snakemake's internals."""
@@ -119,5 +125,7 @@ def _dry_run(configfiles: list[Path], profile: dict, targets: set) -> list[dict]
                 "group": job.group,
                 "group_job": g.jobid if g else None,
                 "limit": g.resources["runtime"] if g else job.resources.get("runtime"),
-                "level": next(i for i, level in enumerate(g.toposorted) if job in level) if g else 0})
+                "level": next(i for i, level in enumerate(g.toposorted) if job in level) if g else 0,
+                "jobid": job.jobid, "deps": tuple(sorted(d.jobid for d in dag.dependencies[job])),
+                "priority": dag.priority(job), "threads": job.threads})
         return sorted(records, key=lambda r: rules.index(r["rule"]))  # rules in workflow order

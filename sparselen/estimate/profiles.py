@@ -89,7 +89,9 @@ UNITS = {
     "aggregate_job": 0.93,  # a table/figure/report job beyond job_s (pandas, matplotlib, scipy)
     "model_job": 1.6,  # a training/evaluation job beyond job_s (trainer, model files, provenance)
     "bpe_char": 1.9e-7,  # BPE training, single-threaded, per character of the training split
-    "encode_char": 4.1e-7,  # tokenizing, per character
+    # the tokens job, per character of the corpus: its wall time on one thread (docs/gpu.md, "Data
+    # preparation at corpus scale": 100 MB in 286 s), reading, encoding and writing ids
+    "encode_char": 2.9e-6,
     "read_char": 2.0e-8,  # reading and splitting the corpus, per character
     "sample": 2.0e-6,  # drawing one evaluation/training sample with a task sampler
     "claims_replicate": 5.0e-4,  # the claims job, per bootstrap replicate (every claim, stability included)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import sys
 
+from sparselen.estimate.display import hm
 from sparselen.estimate.flops import seconds
 from sparselen.estimate.memory import GiB
 from sparselen.estimate.plan import Job
@@ -86,17 +87,26 @@ def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, r
                      "usable_gib": device.usable_bytes / GiB if device.memory_bytes else math.nan,
                      "memory_pass": peak.what if peak else "", "memory_key": peak.key if peak else "",
                      "steps": w.train_steps, "checkpoint_every": w.checkpoint_every,
-                     "runtime_min": d.runtime_min, "runtime_key": runtime_key(config, d.runtime_min),
+                     "runtime_min": d.runtime_min, "runtime_key": runtime_key(config, d.runtime_min, d.rule),
                      "restart_s": s["restart_seconds"], "submission": d.submission,
-                     "level": d.level, "limit_min": d.limit_min})
+                     "level": d.level, "limit_min": d.limit_min, "jobid": d.jobid, "deps": d.deps,
+                     "threads": d.threads, "priority": d.priority})
     return pd.DataFrame(rows)
 
 
-def runtime_key(config: dict, runtime_min: float) -> str:
-    """The config key that sets a job's time limit: resources.runtime or resources.sfa_runtime
-    where its runtime is theirs, else its rule's own (``job_resources(runtime=...)``)."""
-    for key in ("runtime", "sfa_runtime"):
-        if runtime_min == config.get("resources", {}).get(key):
+# Rules whose time limit a key of their own sets (workflow/rules/*.smk); other jobs that take
+# resources.runtime take it through job_resources.
+RUNTIME_KEYS = {"theory_run_sfa": "sfa_runtime", "language_tokens": "tokens_runtime",
+                "language_train": "language_runtime", "language_analyze": "language_runtime"}
+
+
+def runtime_key(config: dict, runtime_min: float, rule: str = "") -> str:
+    """The config key that sets a job's time limit: its rule's own key (``RUNTIME_KEYS``) or
+    resources.runtime where its runtime is that key's value, else "" (its rule's own minutes,
+    or the SLURM profile's default-resources)."""
+    resources = config.get("resources", {})
+    for key in (RUNTIME_KEYS.get(rule), "runtime"):
+        if key and runtime_min == resources.get(key):
             return f"resources.{key}"
     return ""
 
@@ -132,18 +142,15 @@ def submission_seconds(g, jobs_per_gpu: int | None) -> tuple[float, float]:
 
 
 def submissions(df, retries: int = 2, jobs_per_gpu: int = 1, checkpoint_minutes: float = 0.0) -> "pd.DataFrame":
-    """Per SLURM submission that runs a model (a model's group, a group of packed model groups
-    sharing one GPU, the SFA runs' group, an ungrouped job): predicted wall time
+    """Per SLURM submission (a model's group, a group of packed model groups sharing one GPU,
+    the SFA runs' group, the data jobs' group, an ungrouped job): predicted wall time
     (``submission_seconds``), its limit, attempts needed and whether they resume from
     checkpoints; ``gpu_hours``: its wall time times the GPUs it holds (one for packed model
-    groups); ``runs``: the model groups in it. Data, table and figure jobs take seconds to
-    minutes and are not checked."""
+    groups); ``runs``: the model groups in it."""
     import pandas as pd
 
     rows = []
     for sub, g in df.groupby("submission", sort=False):
-        if not (g["flops"] > 0).any():
-            continue
         packed = bool((g["group"] == PACKED_GROUP).any())
         need, train = submission_seconds(g, SLURM_PACKED_AT_ONCE if packed else None)
         limit = 60 * g["limit_min"].iloc[0]
@@ -181,30 +188,10 @@ def packing_table(df, subs) -> "pd.DataFrame":
          "gpu_submissions": len(gpu_subs), "gpu_hours": unpacked_gpu_h + packed["gpu_hours"].sum()}])
 
 
-def wall_clock(subs, gpus: int) -> tuple[float, float]:
-    """(hours, lower bound) of the GPU submissions on ``gpus`` GPUs: longest first, each on the
-    GPUs that free up first (a multi-GPU training waits for all of its GPUs); the bound is the
-    larger of their GPU-hours over ``gpus`` and the longest submission. Dependencies between
-    submissions (a language model's analysis after its training) are not modelled: they can
-    only lengthen the schedule."""
-    import heapq
-
-    on_gpu = subs[subs["gpu_hours"] > 0]
-    free = [0.0] * gpus
-    for r in on_gpu.sort_values("predicted_h", ascending=False).itertuples():
-        want = max(1, round(r.gpu_hours / r.predicted_h)) if r.predicted_h else 1
-        need = min(gpus, want)  # a training of more GPUs than there are runs on all, longer
-        taken = [heapq.heappop(free) for _ in range(need)]
-        end = max(taken) + r.predicted_h * want / need
-        for _ in range(need):
-            heapq.heappush(free, end)
-    longest = float(on_gpu["predicted_h"].max()) if len(on_gpu) else 0.0
-    return max(free), max(float(on_gpu["gpu_hours"].sum()) / gpus, longest)
-
-
 def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: int, retries: int,
-                dp_efficiency: float) -> list[str]:
-    """What the numbers assume, one line each: printed with the tables."""
+                dp_efficiency: float, local: bool = False) -> list[str]:
+    """What the numbers assume, one line each: printed with the tables (for a ``local`` run,
+    only the CPU profile's: packing, SLURM limits and data-parallel training do not apply)."""
     out = []
     for p in [gpu, cpu] if gpu is not None else [cpu]:
         rate = f"{p.peak_flops * p.utilization / 1e12:.3g} TFLOP/s for matrix products" + (
@@ -215,6 +202,8 @@ def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: i
                    f"{p.units.get('model_job', 0):.3g} s for a model"
                    + (f", + {p.compile_s:.3g} s where torch.compile applies (training; evaluation runs eager)"
                       if p.compile_s else "") + f" ({p.source})")
+    if local:
+        return out
     pk = config.get("packing", {})
     if jobs_per_gpu > 1:
         how = ("packing.jobs_per_gpu" if pk.get("jobs_per_gpu") else
@@ -232,22 +221,28 @@ def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: i
 
 
 def time_errors(subs, config: dict, retries: int) -> list[str]:
-    """Submissions that no number of attempts finishes: none of one command's attempts covers
-    the whole job, and none keeps a checkpoint (or reaches one), so rerunning starts over."""
+    """Submissions that lose work at their first time limit: no number of attempts finishes
+    them (none of one command's attempts covers the whole job, and none keeps a checkpoint, or
+    reaches one, so rerunning starts over), or attempt 1 is killed and, keeping no checkpoint,
+    a later attempt starts over (the first attempt's hours lost, on every launch)."""
     out = []
-    for r in subs[subs["attempts"] == math.inf].itertuples():
+    for r in subs[(subs["attempts"] == math.inf) | ((subs["attempts"] > 1) & ~subs["checkpoints"])].itertuples():
         missing = math.ceil((r.predicted_h - r.limit_h) * 60 / 10) * 10  # minutes attempt 1 lacks
         if r.runtime_key:
             now = config["resources"][r.runtime_key.split(".")[1]]
             fix = f"raise {r.runtime_key} from {now} to at least {now + missing} min"
         else:
             fix = f"raise its rule's runtime (workflow/rules/{r.slice}.smk) by at least {missing} min"
+        if r.attempts < math.inf:
+            out.append(f"{r.submission} ({r.rules}): predicted {hm(r.predicted_h)} > limit {hm(r.limit_h)}, and it "
+                       f"keeps no checkpoint: attempt 1 is killed and attempt {int(r.attempts)} starts over; {fix}")
+            continue
         if r.checkpoints:
-            why, fix = "none reaches a checkpoint", f"checkpoint more often (its train.checkpoint_every) or {fix}"
+            why, fix = "none reaches a checkpoint", f"checkpoint more often (checkpoint_minutes, train.checkpoint_every) or {fix}"
         else:
             why = "it keeps no checkpoint"
-        out.append(f"{r.submission} ({r.rules}): predicted {r.predicted_h:.2f} h > limit {r.limit_h:.2f} h, and "
-                   f"{1 + retries} attempts (up to {(1 + retries) * r.limit_h:.2f} h) each start over ({why}): "
+        out.append(f"{r.submission} ({r.rules}): predicted {hm(r.predicted_h)} > limit {hm(r.limit_h)}, and "
+                   f"{1 + retries} attempts (up to {hm((1 + retries) * r.limit_h)}) each start over ({why}): "
                    f"it never finishes; {fix}")
     return out
 
@@ -274,17 +269,22 @@ def config_value(config: dict, key: str):
 
 
 def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, retries: int = 2, out=print,
-           dp_efficiency: float = DP_EFFICIENCY, err=None, gpus_available: tuple = (8, 64)) -> dict:
+           dp_efficiency: float = DP_EFFICIENCY, err=None, gpus_available: tuple = (8, 64),
+           cores: int | None = None) -> dict:
     """Print the estimate of ``jobs`` (``plan``) and its assumptions; return its tables and
     ``errors``: the jobs that cannot succeed as configured (``memory_errors``, ``time_errors``),
     each also printed through ``err`` (stderr). Hours are device-hours (what a cluster bills); a
     job's longest wall time (``max_job_h``) is what its SLURM limit must cover; ``mfu`` and
     ``gpu_busy`` are a GPU job's predicted model FLOP utilisation and the share of its time its
-    GPU computes for it, alone on the GPU (what packing fills); ``gpus_available``: the GPU
-    counts whose wall clock is printed (``wall_clock``)."""
+    GPU computes for it, alone on the GPU (what packing fills). The wall clock follows the DAG
+    (``timeline.campaign_clock``): on a cluster, on each of ``gpus_available`` GPUs; for a local
+    run (no GPU), on this machine's ``cores`` (default: all), without the SLURM tables."""
+    from sparselen.estimate.display import markdown
+    from sparselen.estimate.timeline import campaign_clock
     from sparselen.packing import jobs_per_gpu
 
     err = err or (lambda line: print(line, file=sys.stderr))
+    local = gpu is None or not config.get("gpus_per_job", 0) > 0
     df = estimate(config, jobs, gpu, cpu, retries, dp_efficiency)
     n = jobs_per_gpu(config)
     subs = submissions(df, retries, n, float(config.get("checkpoint_minutes", 0)))
@@ -304,53 +304,52 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     by_rule[["hours", "max_job_h"]] /= 3600
     by_rule["pflop"] /= 1e15
     packing = packing_table(df, subs)
-    out(f"Device profiles: {gpu.name if gpu else '-'} (model jobs); {cpu.name} (other jobs)")
-    for p in [gpu, cpu] if gpu is not None else [cpu]:
+    out(f"Device profile: {cpu.name} (every job)" if local else
+        f"Device profiles: {gpu.name} (model jobs); {cpu.name} (other jobs)")
+    for p in [cpu] if local else [gpu, cpu]:
         size = f"{p.usable_bytes / GiB:.1f} GiB usable ({USABLE:.0%} of {p.memory_bytes / GiB:.1f} GiB)"
         out(f"Memory on {p.name}: {size if p.memory_bytes else 'unknown, not checked'}")
     out("\nAssumptions:")
-    for line in assumptions(config, gpu if config.get("gpus_per_job", 0) > 0 else None, cpu, n, retries,
-                            dp_efficiency):
+    for line in assumptions(config, None if local else gpu, cpu, n, retries, dp_efficiency, local):
         out(f"- {line}")
-    out(f"\nPer slice (device-hours, one job at a time):\n")
-    out(by_slice.to_markdown(index=False, floatfmt=".3g"))
-    out(f"\nPer job type (max_mem_gib: the largest predicted peak memory of a job, sparselen.estimate.memory; "
-        f"mfu, gpu_busy: a GPU job alone on its GPU):\n")
-    out(by_rule.to_markdown(index=False, floatfmt=".3g"))
-    out(f"\nSubmissions and GPU-hours, without and with packing ({n} model group(s) per GPU; a SLURM submission "
+    out(f"\nPer slice (device-hours as h:mm, one job at a time):\n")
+    out(markdown(by_slice))
+    out(f"\nPer job type (h:mm: device-hours; max_job: the longest job; max_mem_gib: the largest predicted peak "
+        f"memory of a job, sparselen.estimate.memory" + (
+            "; mfu, gpu_busy: a GPU job alone on its GPU" if not local else "") + "):\n")
+    out(markdown(by_rule))
+    if not local:
+        out(f"\nSubmissions and GPU-hours, without and with packing ({n} model group(s) per GPU; a SLURM submission "
         f"runs its {n} one after another, {SLURM_PACKED_AT_ONCE} at a time (the executor plugin's group jobs): packing "
-        f"saves submissions and queue waits there, GPU-hours only where they run side by side, as locally):\n")
-    out(packing.to_markdown(index=False, floatfmt=".4g"))
+            f"saves submissions and queue waits there, GPU-hours only where they run side by side, as locally):\n")
+        out(markdown(packing))
     total = {d: g["device_seconds"].sum() / 3600 for d, g in df.groupby("device")}
     if "gpu" in total:
         total["gpu"] = packing["gpu_hours"].iloc[1]
-    out("\nTotal: " + ", ".join(f"{h:,.1f} {d.upper()}-h" for d, h in total.items())
-        + (f" (with packing; {packing['gpu_hours'].iloc[0]:,.1f} GPU-h without)" if "gpu" in total and n > 1 else ""))
-    if "gpu" in total and gpus_available:
-        clocks = {n: wall_clock(subs, n) for n in gpus_available}
-        out("Wall clock of the GPU submissions (longest first on the GPUs that free up first; dependencies between "
-            "submissions can only add to it): " + "; ".join(
-                f"{n} GPU{'s' * (n != 1)}: {h:,.1f} h (at least {bound:,.1f} h)" for n, (h, bound) in clocks.items()))
-    over = subs[(subs["predicted_h"] > subs["limit_h"]) & (subs["attempts"] < math.inf)]
+    out("\nTotal: " + ", ".join(f"{hm(h)} {d.upper()}-hours" for d, h in total.items())
+        + (f" (with packing; {hm(packing['gpu_hours'].iloc[0])} without)" if "gpu" in total and n > 1 else ""))
+    clock = campaign_clock(df, local, gpus_available, cores)
+    for line in clock["lines"]:
+        out(line)
+    over = subs[(subs["predicted_h"] > subs["limit_h"]) & (subs["attempts"] < math.inf) & subs["checkpoints"]]
     if len(over):
         out(f"\nWARNING: {len(over)} submission(s) exceed their SLURM time limit (resources.runtime; a group's jobs "
             f"that run in turn add up; attempt a gets a x the limit, {1 + retries} attempts with retries: {retries}):")
         for r in over.itertuples():
             if r.attempts <= 1 + retries:
-                how = "resuming from checkpoints" if r.checkpoints else "each from the start: no checkpoints"
-                fix = f"finishes in attempt {r.attempts} ({r.attempts - 1} resubmission(s), {how})"
+                fix = f"finishes in attempt {r.attempts} ({r.attempts - 1} resubmission(s), resuming from checkpoints)"
             else:
                 reruns = math.ceil(r.attempts / (1 + retries)) - 1
                 fix = (f"needs {r.attempts} attempts: {reruns} rerun(s) of the snakemake command after the retries "
                        f"are used up (each starts again at attempt 1; finished jobs and checkpoints are kept), "
                        f"or raise its limit to "
                        f"{math.ceil(r.predicted_h * 60 / 10) * 10} min")
-            out(f"  {r.submission} ({r.rules}): {r.predicted_h:.2f} h > {r.limit_h:.2f} h: {fix}")
+            out(f"  {r.submission} ({r.rules}): {hm(r.predicted_h)} > {hm(r.limit_h)}: {fix}")
     errors = memory_errors(df, config) + time_errors(subs, config, retries)
     for e in errors:
         err(f"ERROR: {e}")
     return {"jobs": df, "slices": by_slice, "rules": by_rule, "submissions": subs, "packing": packing,
-            "jobs_per_gpu": n, "errors": errors}
+            "jobs_per_gpu": n, "errors": errors, "clock": clock, "local": local}
 
 
 def compare(df, benchmarks) -> "pd.DataFrame":

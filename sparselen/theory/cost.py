@@ -94,7 +94,7 @@ def sfa_work(pc, s: dict, lengths: list[int], eval_lengths: list[int], ev: dict)
         return 2 * k * N * T * d + 4 * N * k * d * h + 2 * N * h * (h + pc.n_values) + 2 * N * h
 
     shape = Shape(1, h, h, pc.n_values)
-    w = Work(cpu_only=True)
+    w = Work(cpu_only=True, train_steps=s["steps"], checkpoint_every=1)  # checkpoint_minutes apart
     w.add("train", s["steps"], s["steps"] * 3 * mean(s["batch_size"] * per_row(n) for n in lengths), shape)
     for n in eval_lengths:
         for b in chunks(ev["n"], ev["batch_size"]):

@@ -7,6 +7,7 @@ would pay another interpreter start for every run of the grid."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pandas as pd
 import torch
@@ -15,6 +16,7 @@ from sparselen import io
 from sparselen.model import ModelConfig
 from sparselen.modelfile import save_state
 from sparselen.provenance import config_hash, provenance
+from sparselen.resumable import CHECKPOINT
 from sparselen.theory import report
 from sparselen.theory.evaluate import evaluate, gpt_predict, sfa_predict
 from sparselen.theory.sfa import sfa_window, train_sfa
@@ -50,7 +52,9 @@ def run_sfa(job) -> None:
     p, identity, run = job.params, run_identity(job), typed_wildcards(job)
     pc, lengths, targets = _setting(job)
     window = sfa_window(pc, p.sfa["window"], lengths)
-    net, rows = train_sfa(pc, p.sfa, lengths, run["seed"], window)
+    checkpoint = Path(job.output.model).parent / CHECKPOINT
+    net, rows = train_sfa(pc, p.sfa, lengths, run["seed"], window, checkpoint,
+                          float(job.config.get("checkpoint_minutes", 0)), config_hash(identity))
     prov = provenance(identity, run["seed"], torch.device("cpu"), run={"model": "sfa", **identity})
     save_state(job.output.model, {"model": net.state_dict(), "planted": pc.to_dict(), "window": window, "sfa": p.sfa,
                                   "provenance": prov})

@@ -30,12 +30,14 @@ import math
 
 import logging
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
+from sparselen import modelfile
 from sparselen.rng import generator
 from sparselen.theory.task import PlantedConfig, sample, spread_in_ids
 
@@ -148,16 +150,27 @@ def sfa_window(pc: PlantedConfig, floor: int, train_lengths) -> int:
     return max(floor, widest)
 
 
-def train_sfa(pc: PlantedConfig, cfg: dict, lengths: list[int], seed: int, window: int):
+def train_sfa(pc: PlantedConfig, cfg: dict, lengths: list[int], seed: int, window: int, checkpoint=None,
+              checkpoint_minutes: float = 0.0, run_key: str = ""):
     """AdamW (linear decay) on the log loss, one length per step (drawn from ``lengths``); a pure function of
-    (config, seed). Returns (model, per-step log rows)."""
+    (config, seed). Returns (model, per-step log rows).
+
+    With ``checkpoint`` (a path) the run is resumable, as the trainer's: hours at paper scale on
+    one thread, so a time limit costs at most ``checkpoint_minutes`` of it. It saves model,
+    optimizer, schedule and log at least that many minutes apart and at the last step, and
+    resumes a checkpoint of the same ``run_key`` (the run's config hash) and training code; each
+    step's batch depends on (seed, step) only, so a resumed run ends as an unbroken one."""
     torch.manual_seed(seed)
     model = SFAModel(pc.vocab_size, pc.n_values, pc.k, window, cfg["d_embed"], cfg["d_head"])
     opt = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / cfg["steps"])  # linear decay
-    rows = []
-    for step in tqdm(range(cfg["steps"]), desc=f"train sfa k={pc.k} {pc.positions}", file=sys.stderr,
-                     mininterval=30.0):
+    rows, start = [], 0
+    key = {"run_key": run_key, "code": _training_code(), "window": window}
+    if checkpoint is not None:
+        start, rows = _resume(checkpoint, key, model, opt, sched)
+    t_saved = time.perf_counter()
+    for step in tqdm(range(start, cfg["steps"]), desc=f"train sfa k={pc.k} {pc.positions}", file=sys.stderr,
+                     mininterval=30.0, initial=start, total=cfg["steps"]):
         g = generator("theory-train", seed, step)
         n = lengths[int(torch.randint(len(lengths), (1,), generator=g))]
         s = sample(pc, n, cfg["batch_size"], g)
@@ -169,5 +182,35 @@ def train_sfa(pc: PlantedConfig, cfg: dict, lengths: list[int], seed: int, windo
         if (step + 1) % cfg["log_every"] == 0 or step + 1 == cfg["steps"]:
             rows.append({"step": step + 1, "loss": loss.item(), "length": n})
             log.info("step %d loss %.5f", step + 1, rows[-1]["loss"])
+        if checkpoint is not None and (step + 1 == cfg["steps"]
+                                       or time.perf_counter() - t_saved >= 60 * checkpoint_minutes):
+            modelfile.save_state(checkpoint, {"model": model.state_dict(), "optimizer": opt.state_dict(),
+                                              "scheduler": sched.state_dict(), "step": step + 1, "log": rows, **key})
+            t_saved = time.perf_counter()
     model.eval()
     return model, rows
+
+
+def _training_code() -> str:
+    from sparselen.resumable import code_fingerprint, training_code
+
+    return code_fingerprint(*training_code("theory"))
+
+
+def _resume(checkpoint, key: dict, model, opt, sched) -> tuple[int, list]:
+    """(step, log rows) of a checkpoint of this run, loaded into model, optimizer and schedule;
+    (0, []) when there is none or it is another run's (another config, code or window)."""
+    from pathlib import Path
+
+    if not Path(checkpoint).exists():
+        return 0, []
+    state = modelfile.load_state(checkpoint)
+    differ = [k for k, v in key.items() if state.get(k) != v]
+    if differ:
+        log.warning("ignoring checkpoint %s: another run's (its %s differ)", checkpoint, " and ".join(differ))
+        return 0, []
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    sched.load_state_dict(state["scheduler"])
+    log.info("resumed from %s at step %d", checkpoint, state["step"])
+    return int(state["step"]), list(state["log"])

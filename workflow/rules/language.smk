@@ -13,6 +13,8 @@ LANG_PROCS = LANG["parallel"]["processes"]
 LANG_NODES = LANG["parallel"]["nodes"]
 # Minutes of a language training or analysis (None: resources.runtime).
 LANG_RUNTIME = config["resources"].get("language_runtime")
+# Minutes of the tokenization: one thread, no checkpoint, hours at paper scale.
+LANG_TOKENS_RUNTIME = config["resources"]["tokens_runtime"]
 LANG_DIR = "results/language"
 LANG_RUN = f"{LANG_DIR}/ctx{{context}}/{{run}}/seed{{seed}}"
 LANG_RUNS = [
@@ -34,8 +36,9 @@ RUN_TABLES["language"] = {
     "induction": [f"{run}/induction.csv" for run in LANG_RUNS],
     "screen_losses": [f"{run}/screen_losses.csv" for run in LANG_RUNS],
 }
-# The chain corpus -> tokens -> reference model -> analysis is the DAG's longest: its jobs go
-# first, so it does not run alone on one core at the end of a run.
+# The chain corpus -> tokens -> reference model -> analysis is the DAG's longest (`sparselen
+# estimate` prints it): its jobs go first, so it does not run alone at the end of a run, and
+# the reference trainings (the analysis reads them) before the other trainings.
 LANG_PRIORITY = 1
 
 
@@ -100,6 +103,8 @@ rule language_tokens:
         GROUP_DATA
     conda:
         ENV
+    resources:
+        runtime=lambda wildcards, attempt: LANG_TOKENS_RUNTIME * attempt,
     script:
         JOB
 
@@ -141,7 +146,9 @@ rule language_train:
         "logs/language/train/ctx{context}_{run}_seed{seed}.log",
     benchmark:
         "results/benchmarks/language/train/ctx{context}_{run}_seed{seed}.tsv"
-    priority: LANG_PRIORITY
+    priority:
+        lambda w: LANG_PRIORITY
+        + (LANG_RUN.format(**dict(w.items())) == LANG_REF_RUN.format(seed=w.seed))
     group:
         GROUP_MODEL
     conda:
