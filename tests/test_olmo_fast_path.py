@@ -154,3 +154,53 @@ def test_a_training_step_on_the_simulated_gpu_equals_the_cpu_step():
             grads[name] = {n: p.grad.cpu() for n, p in model.named_parameters()}
     for n in grads["cpu"]:
         torch.testing.assert_close(grads["cuda"][n], grads["cpu"][n], atol=1e-6, rtol=1e-5)
+
+
+def test_the_compiled_analysis_forward_gives_the_eager_losses():
+    """``compile_analysis``: the analysis' last-token losses through one compiled graph (dynamic
+    lengths and batches) equal the eager ones; the eager ones do
+    not depend on the batch size (the runtime knob ``language.analysis_batch_size``)."""
+    from sparselen.language.evaluate import compile_analysis, last_token_loss
+
+    model, cpu = tiny("olmo2").eval(), torch.device("cpu")
+    g = torch.Generator().manual_seed(2)
+    cases = [(torch.randint(0, VOCAB, (n, T), generator=g), torch.randint(0, VOCAB, (n,), generator=g))
+             for n, T in ((5, 9), (7, 13), (3, 4))]
+    eager = [last_token_loss(model, ids, torch.arange(ids.shape[1]).expand_as(ids), t, 2, cpu) for ids, t in cases]
+    for (ids, t), ref in zip(cases, eager):
+        torch.testing.assert_close(last_token_loss(model, ids, torch.arange(ids.shape[1]).expand_as(ids), t, 64, cpu),
+                                   ref, atol=1e-5, rtol=1e-5)
+    compile_analysis(model, backend="aot_eager", fullgraph=True)
+    compiled, calls = model.compiled_last_position_logits, []
+    model.compiled_last_position_logits = lambda *args: calls.append(1) or compiled(*args)
+    for (ids, t), ref in zip(cases, eager):
+        torch.testing.assert_close(last_token_loss(model, ids, torch.arange(ids.shape[1]).expand_as(ids), t, 2, cpu),
+                                   ref, atol=1e-5, rtol=1e-5)
+    assert len(calls) == 3 + 4 + 2  # every chunk's forward pass ran compiled
+
+
+def test_the_analysis_batch_is_a_runtime_knob():
+    from types import SimpleNamespace
+
+    from sparselen.language.jobs import analysis_batch_size
+
+    assert analysis_batch_size(SimpleNamespace(config={"language": {}}), 64) == 64
+    assert analysis_batch_size(SimpleNamespace(config={"language": {"analysis_batch_size": 0}}), 64) == 64
+    assert analysis_batch_size(SimpleNamespace(config={"language": {"analysis_batch_size": 512}}), 64) == 512
+
+
+def test_the_selectors_keep_their_own_batch(monkeypatch):
+    """A larger ``analysis_batch_size`` reaches the L_k passes, never the saliency selector's
+    forward and backward pass (``selector_batch_size``)."""
+    from sparselen.language import analysis
+
+    seen = {}
+    monkeypatch.setattr(analysis, "selector_ranking",
+                        lambda name, model, ctx, tgt, short, bs, device, seed: seen.setdefault("selector", bs)
+                        and torch.arange(ctx.shape[1] - short).expand(len(ctx), -1))
+    monkeypatch.setattr(analysis, "subset_loss", lambda *args: seen.setdefault("L_k", args[-2])
+                        and torch.zeros(len(args[1])))
+    ctx, tgt = torch.randint(0, VOCAB, (2, 12)), torch.randint(0, VOCAB, (2,))
+    cfg = {"k": [1], "selectors": ["saliency"], "seed": 0, "batch_size": 512, "selector_batch_size": 8}
+    analysis.selector_rows(None, ctx, tgt, 4, cfg, [[0], [1]], torch.device("cpu"))
+    assert seen == {"selector": 8, "L_k": 512}
