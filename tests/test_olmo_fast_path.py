@@ -135,13 +135,15 @@ def test_the_loss_in_the_forward_compiles_into_one_graph():
     assert all(p.grad is not None for p in model.parameters())
 
 
-def test_a_training_step_on_the_simulated_gpu_equals_the_cpu_step():
-    """On the (fp32) simulated GPU the step takes the fused product and the in-forward loss,
-    and its gradients are the CPU step's to fp32 rounding; the CPU step takes neither."""
+@pytest.mark.parametrize("micro_batch", [0, 1])
+def test_a_training_step_on_the_simulated_gpu_equals_the_cpu_step(micro_batch):
+    """On the (fp32) simulated GPU the step (in one pass or micro-steps) takes the fused product
+    and the in-forward loss, and its gradients are the CPU step's to fp32 rounding; the CPU
+    step takes neither."""
     from sparselen.train import TrainConfig, backward
 
     b = batch(sparse_labels=True)
-    cfg = TrainConfig(steps=1, batch_size=3)
+    cfg = TrainConfig(steps=1, batch_size=3, micro_batch=micro_batch)
     grads = {}
     for name in ("cpu", "cuda"):
         with simulate(1):
@@ -150,7 +152,7 @@ def test_a_training_step_on_the_simulated_gpu_equals_the_cpu_step():
             fused = []
             model.attention_modules()[0].register_forward_hook(lambda m, a, o: fused.append(olmo.fast_path(a[0])))
             backward(model, model, b, cfg, device, in_forward=name == "cuda" and model.loss_in_forward)
-            assert fused == [name == "cuda"]
+            assert fused == [name == "cuda"] * (3 if micro_batch else 1)
             grads[name] = {n: p.grad.cpu() for n, p in model.named_parameters()}
     for n in grads["cpu"]:
         torch.testing.assert_close(grads["cuda"][n], grads["cpu"][n], atol=1e-6, rtol=1e-5)
