@@ -1,7 +1,7 @@
 """The OLMo model's GPU path (``sparselen.olmo.fast_path``: one fused QKV product, RoPE in the
-autocast dtype, the loss inside the forward) computes today's step: within bf16 rounding under
-autocast, within fp32 rounding on the simulated GPU, and not at all on a CPU in fp32, which
-keeps its exact numbers."""
+autocast dtype, the loss inside the forward) computes the plain path's step (three products,
+RoPE in fp32, the loss outside the model): within bf16 rounding under autocast, within fp32
+rounding on the simulated GPU; a CPU in fp32 takes the plain path itself."""
 
 import pytest
 import torch
@@ -34,8 +34,8 @@ def batch(rows=3, T=24, seed=1, sparse_labels=False) -> Batch:
     return Batch(ids[:, :-1].contiguous(), labels)
 
 
-def today(monkeypatch):
-    """The model as it computed before the GPU path: three products, RoPE in x's dtype."""
+def plain_path(monkeypatch):
+    """The model without its GPU path: three products, RoPE in x's dtype."""
     monkeypatch.setattr(olmo, "fast_path", lambda x: False)
     monkeypatch.setattr(olmo, "compute_dtype", lambda x: x.dtype)
 
@@ -76,15 +76,15 @@ def test_the_fused_qkv_product_is_the_three_products(variant):
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_the_bf16_step_equals_todays_within_bf16_rounding(variant, monkeypatch):
+def test_the_bf16_step_equals_the_plain_paths_within_bf16_rounding(variant, monkeypatch):
     """Under bf16 autocast the GPU path's loss and gradients are as close to the fp32 step as
-    today's bf16 step is (both within bf16 rounding of it), and close to today's."""
+    the plain path's bf16 step is (both within bf16 rounding of it), and close to it."""
     model, b = tiny(variant), batch()
     exact_loss, exact = step(model, b)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         new_loss, new = step(model, b)
         with monkeypatch.context() as mp:
-            today(mp)
+            plain_path(mp)
             old_loss, old = step(model, b)
     assert abs(float(new_loss - exact_loss)) < 2e-2 and abs(float(old_loss - exact_loss)) < 2e-2
     for name in exact:
