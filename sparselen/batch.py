@@ -49,6 +49,21 @@ def labelled_positions(batch: Batch) -> torch.Tensor | None:
     return labelled.nonzero().squeeze(1)
 
 
+def flat_labels(labels: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
+    """``labels`` (rows, positions) as one per unembedded position: all, or ``positions``."""
+    return labels.flatten() if positions is None else labels.flatten().index_select(0, positions)
+
+
+def summed_token_loss(model, batch: Batch, positions: torch.Tensor | None = None) -> torch.Tensor:
+    """The token cross-entropy summed over the labelled positions, computed inside the model's
+    forward (``labels=``; ``Decoder.loss_in_forward``): under ``torch.compile`` the loss is part
+    of the compiled graph, whose kernels fuse the logits' fp32 upcast into the loss instead of
+    storing a (tokens x vocabulary) fp32 copy as an eager cross-entropy does."""
+    loss, _ = model(batch.input_ids, batch.position_ids, positions=positions,
+                    labels=flat_labels(batch.labels, positions))
+    return loss
+
+
 def unembedded(model, batch: Batch, positions: torch.Tensor | None = None):
     """(token logits, position logits or None, token labels, position labels or None), one row
     per unembedded position: every position, or only ``positions`` (``labelled_positions``,
@@ -56,13 +71,7 @@ def unembedded(model, batch: Batch, positions: torch.Tensor | None = None):
     if positions is None:
         logits, pos_logits = model(batch.input_ids, batch.position_ids)
         logits, pos_logits = logits.flatten(0, 1), None if pos_logits is None else pos_logits.flatten(0, 1)
-
-        def labels(t):
-            return t.flatten()
     else:
         logits, pos_logits = model(batch.input_ids, batch.position_ids, positions=positions)
-
-        def labels(t):
-            return t.flatten().index_select(0, positions)
-    return logits, pos_logits, labels(batch.labels), None if batch.position_labels is None else labels(
-        batch.position_labels)
+    return logits, pos_logits, flat_labels(batch.labels, positions), None if batch.position_labels is None else (
+        flat_labels(batch.position_labels, positions))

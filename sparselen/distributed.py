@@ -50,7 +50,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sparselen import gpu_slots
-from sparselen.batch import IGNORE, Batch, unembedded
+from sparselen.batch import IGNORE, Batch, summed_token_loss, unembedded
 from sparselen.device import enable_tf32, no_gpu, under_torchrun
 from sparselen.jobs import named
 
@@ -137,10 +137,11 @@ class DataParallel:
         return row_slice(batch, slice(self.rank * k, (self.rank + 1) * k))
 
     def loss_fn(self, model, batch: Batch, n_labels: int, n_position_labels: int, position_loss_weight: float,
-                positions=None):
+                positions=None, in_forward: bool = False):
         """This rank's loss, scaled so the ranks' averaged gradient is the global batch mean's.
         Parts: this rank's share of the global mean (they sum to it over ranks)."""
-        loss, parts = loss_share(model, batch, n_labels, n_position_labels, position_loss_weight, positions)
+        loss, parts = loss_share(model, batch, n_labels, n_position_labels, position_loss_weight, positions,
+                                 in_forward)
         return loss * self.world_size, parts
 
     @contextlib.contextmanager
@@ -261,12 +262,16 @@ def row_slice(batch: Batch, rows: slice) -> Batch:
 
 
 def loss_share(model, batch: Batch, n_labels: int, n_position_labels: int, position_loss_weight: float,
-               positions=None):
+               positions=None, in_forward: bool = False):
     """``batch``'s share of the mean loss of a larger batch it is part of, whose labelled tokens
     and position ids number ``n_labels`` and ``n_position_labels``: its summed losses over those
     counts, so the shares of the parts (ranks, micro-steps) add up to the mean and their
     gradients to its gradient. Parts: the shares of the token and position losses.
-    ``positions``: only those are unembedded (``sparselen.batch.unembedded``)."""
+    ``positions``: only those are unembedded (``sparselen.batch.unembedded``); ``in_forward``:
+    the model's forward computes the token loss (``sparselen.train.loss_fn``)."""
+    if in_forward and batch.position_labels is None:
+        tok = summed_token_loss(model, batch, positions) / max(n_labels, 1)
+        return tok, {"token_loss": tok.detach()}
     logits, pos_logits, labels, position_labels = unembedded(model, batch, positions)
     tok = F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="sum") / max(n_labels, 1)
     parts, loss = {"token_loss": tok.detach()}, tok

@@ -175,6 +175,8 @@ class Decoder(nn.Module):
     """What the trainer, the KV cache and the throughput reports use of any decoder here
     (GPT-NeoX, OLMo): a subclass names its ``blocks()``."""
 
+    loss_in_forward = False  # whether ``forward(..., labels=)`` returns the summed token loss
+
     def new_cache(self):
         return [[None, None] for _ in self.blocks()]
 

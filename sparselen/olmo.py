@@ -40,6 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from sparselen.batch import IGNORE
 from sparselen.model import Decoder, Rotary, _rotate, attend
 
 VARIANTS = {
@@ -51,6 +52,18 @@ VARIANTS = {
                        rotary_base=10000.0, norm_eps=1e-5),
 }
 POSITION_SCHEMES = ("nope", "rope", "pose")
+
+
+def fast_path(x: torch.Tensor) -> bool:
+    """Whether ``x`` runs on the GPU's path (a CUDA tensor, or under autocast): one fused QKV
+    product and RoPE in the autocast dtype. A CPU in float32 computes as ever, bit for bit."""
+    return x.is_cuda or torch.is_autocast_enabled(x.device.type)
+
+
+def compute_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype autocast computes ``x``'s products in (bf16 on a GPU), else ``x``'s own."""
+    t = x.device.type
+    return torch.get_autocast_dtype(t) if torch.is_autocast_enabled(t) else x.dtype
 
 
 @dataclass(frozen=True)
@@ -137,15 +150,26 @@ class Attention(nn.Module):
         B, T, _ = t.shape
         return t.view(B, T, self.n_head, self.head_size).transpose(1, 2)
 
+    def projections(self, x):
+        """q, k, v (B, T, d_model): on the fast path one product with the three weights
+        stacked (OLMo's ``att_proj``; the parameters stay transformers' three, so model files,
+        checkpoints and exports keep their names), else the three products."""
+        if not fast_path(x):
+            return self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        w = torch.cat((self.q_proj.weight, self.k_proj.weight, self.v_proj.weight))
+        return F.linear(x, w).split(x.shape[-1], dim=-1)
+
     def qkv(self, x, rope):
         """Rotated queries and keys, and values, each (B, H, T, head_size), exactly as
-        ``forward`` computes them (the language analysis reads attention weights from them)."""
-        q, k = self.q_proj(x), self.k_proj(x)
+        ``forward`` computes them (the language analysis reads attention weights from them).
+        q and k are rotated in the tables' dtype (autocast's, ``Olmo.hidden_states``): a
+        QK-norm's fp32 output is cast down first, as SDPA would cast it anyway."""
+        q, k, v = self.projections(x)
         if self.q_norm is not None:  # over the whole width, before the heads are split
             q, k = self.q_norm(q), self.k_norm(k)
-        q, k, v = self._heads(q), self._heads(k), self._heads(self.v_proj(x))
+        q, k, v = self._heads(q), self._heads(k), self._heads(v)
         if rope is not None:
-            q, k = _rotate(q, *rope), _rotate(k, *rope)
+            q, k = _rotate(q.to(rope[0].dtype), *rope), _rotate(k.to(rope[0].dtype), *rope)
         return q, k, v
 
     def forward(self, x, rope, cache=None, last_only=False):
@@ -201,7 +225,9 @@ class Backbone(nn.Module):
 
 
 class Olmo(Decoder):
-    """Decoder-only OLMo; ``forward`` returns (token logits, None)."""
+    """Decoder-only OLMo; ``forward`` returns (token logits, None), or the summed loss."""
+
+    loss_in_forward = True
 
     def __init__(self, cfg: OlmoConfig):
         super().__init__()
@@ -233,16 +259,22 @@ class Olmo(Decoder):
             if position_ids is None:
                 start = 0 if cache is None or cache[0][0] is None else cache[0][0].shape[2]
                 position_ids = torch.arange(start, start + T, device=input_ids.device)[None]
-            rope = self.rotary(position_ids, x.dtype)
+            rope = self.rotary(position_ids, compute_dtype(x))
         last = len(self.model.layers) - 1
         for i, layer in enumerate(self.model.layers):
             x = layer(x, rope, None if cache is None else cache[i], last_only and i == last)
         return self.model.norm(x)
 
-    def forward(self, input_ids, position_ids=None, cache=None, last_only=False, positions=None):
+    def forward(self, input_ids, position_ids=None, cache=None, last_only=False, positions=None, labels=None):
         """``positions``: flat indices (rows x positions) of the only positions to unembed
-        (``sparselen.batch.labelled_positions``): logits (len(positions), vocabulary)."""
-        return self.lm_head(self.select(self.hidden_states(input_ids, position_ids, cache, last_only), positions)), None
+        (``sparselen.batch.labelled_positions``): logits (len(positions), vocabulary).
+        ``labels``: one per unembedded position (flat); returns (the token cross-entropy summed
+        over the labelled ones, None) instead, so that a compiled model compiles the loss with
+        the head (``sparselen.batch.summed_token_loss``): the fp32 logits are never stored."""
+        logits = self.lm_head(self.select(self.hidden_states(input_ids, position_ids, cache, last_only), positions))
+        if labels is None:
+            return logits, None
+        return F.cross_entropy(logits.flatten(0, -2), labels, ignore_index=IGNORE, reduction="sum"), None
 
     def input_embeddings(self) -> nn.Embedding:
         return self.model.embed_tokens

@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from sparselen import io, modelfile
 from sparselen.architectures import build_model
-from sparselen.batch import IGNORE, Batch, labelled_positions, unembedded
+from sparselen.batch import IGNORE, Batch, labelled_positions, summed_token_loss, unembedded
 from sparselen.device import autocast, enable_tf32
 from sparselen.device import to_device as device_copy
 from sparselen.distributed import DataParallel, label_counts, loss_share, row_slice
@@ -118,10 +118,14 @@ def place_step_counters(opt: torch.optim.Optimizer, fused: bool) -> None:
                 st["step"] = st["step"].to(p.device, torch.float32) if fused else st["step"].cpu()
 
 
-def loss_fn(model: GPTNeoX, batch: Batch, position_loss_weight: float = 1.0, positions=None):
+def loss_fn(model: GPTNeoX, batch: Batch, position_loss_weight: float = 1.0, positions=None, in_forward=False):
     """Token cross-entropy on labelled positions (+ weighted PPC position-id loss); under
     autocast the cross-entropy runs in fp32 (autocast upcasts its input); ``positions``: only
-    those are unembedded (``sparselen.batch.unembedded``)."""
+    those are unembedded (``sparselen.batch.unembedded``). ``in_forward`` (a model with
+    ``loss_in_forward``, batches without position labels): the model's forward computes it."""
+    if in_forward and batch.position_labels is None:
+        loss = summed_token_loss(model, batch, positions) / (batch.labels != IGNORE).sum().clamp(min=1)
+        return loss, {"token_loss": loss.detach()}
     logits, pos_logits, labels, position_labels = unembedded(model, batch, positions)
     loss = F.cross_entropy(logits, labels, ignore_index=IGNORE)
     parts = {"token_loss": loss.detach()}
@@ -145,7 +149,7 @@ def apply_position_scheme(batch: Batch, model_cfg: ModelConfig, cfg: TrainConfig
 
 
 def backward(fwd, wrapped, batch: Batch, cfg: TrainConfig, device: torch.device,
-             parallel: DataParallel | None = None) -> tuple[torch.Tensor, dict]:
+             parallel: DataParallel | None = None, in_forward: bool = False) -> tuple[torch.Tensor, dict]:
     """Forward and backward passes of one step's ``batch`` (this process's rows of it under
     ``parallel``), leaving the step's gradients in the parameters; returns its (loss, parts).
 
@@ -154,16 +158,17 @@ def backward(fwd, wrapped, batch: Batch, cfg: TrainConfig, device: torch.device,
     summed over its labelled tokens and divided by the whole step's label counts, so the
     micro-steps' gradients add up to the one-pass step's and its loss is the sum of their
     parts (up to float summation order). ``wrapped``: the DDP/FSDP module, whose gradients stay
-    local until the last micro-step."""
+    local until the last micro-step. ``in_forward``: the loss is computed in the model's
+    forward (``loss_fn``)."""
     own = batch if parallel is None else parallel.rows(batch)
     if not cfg.micro_batch or cfg.micro_batch >= own.input_ids.shape[0]:
         on_device, positions = to_device(own, device)
         with autocast(device):
             if parallel is None:
-                loss, parts = loss_fn(fwd, on_device, cfg.position_loss_weight, positions)
+                loss, parts = loss_fn(fwd, on_device, cfg.position_loss_weight, positions, in_forward)
             else:  # loss normalised by the global label counts
                 loss, parts = parallel.loss_fn(fwd, on_device, *label_counts(batch), cfg.position_loss_weight,
-                                               positions)
+                                               positions, in_forward)
         loss.backward()
         return loss.detach(), parts
     counts, share = label_counts(batch), loss_share if parallel is None else parallel.loss_fn
@@ -174,7 +179,7 @@ def backward(fwd, wrapped, batch: Batch, cfg: TrainConfig, device: torch.device,
         with contextlib.nullcontext() if parallel is None or last else parallel.no_sync(wrapped):
             on_device, positions = to_device(piece, device)
             with autocast(device):
-                loss, parts = share(fwd, on_device, *counts, cfg.position_loss_weight, positions)
+                loss, parts = share(fwd, on_device, *counts, cfg.position_loss_weight, positions, in_forward)
             loss.backward()
         total = total + loss.detach()
         sums = {k: sums.get(k, 0.0) + v for k, v in parts.items()}
@@ -255,6 +260,7 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
         log.info("resumed from %s at step %d", checkpoint, step)
     resumed_from = step
     fwd = torch.compile(wrapped) if run.runtime.compile else wrapped
+    in_forward = cuda and model.loss_in_forward  # the loss inside the (compiled) forward; CPU results as ever
     peak = peak_flops(run.runtime, device)
     world = 1 if parallel is None else parallel.world_size
 
@@ -278,7 +284,7 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     while step < cfg.steps:
         batch = apply_position_scheme(batch_fn(step), model_cfg, cfg, step)
         opt.zero_grad(set_to_none=True)  # before the forward pass: activations never sit beside old gradients
-        loss, parts = backward(fwd, wrapped, batch, cfg, device, parallel)
+        loss, parts = backward(fwd, wrapped, batch, cfg, device, parallel, in_forward)
         if cfg.optim.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
         lr = sched.get_last_lr()[0]

@@ -84,10 +84,12 @@ def greedy_rows(model, ctx: torch.Tensor, tgt: torch.Tensor, short: int, ks: lis
 def selector_rows(model, ctx: torch.Tensor, tgt: torch.Tensor, short: int, cfg: dict, greedy_sets: list[list[int]],
                   device) -> list[dict]:
     """L_k rows of each cheap selector (``cfg`` = language.analysis) and the share of its k
-    tokens that greedy also chose."""
+    tokens that greedy also chose. The selectors run in batches of ``selector_batch_size``
+    when given (the saliency pass has a backward pass), their L_k in ``batch_size``."""
     rows, ks, bs = [], sorted(cfg["k"]), cfg["batch_size"]
     for name in cfg["selectors"]:
-        ranking = selector_ranking(name, model, ctx, tgt, short, bs, device, cfg["seed"])
+        ranking = selector_ranking(name, model, ctx, tgt, short, cfg.get("selector_batch_size", bs), device,
+                                   cfg["seed"])
         for k in ks:
             loss = subset_loss(model, ctx, tgt, ranking[:, :k], short, bs, device)
             for i in range(len(ctx)):

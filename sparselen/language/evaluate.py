@@ -3,6 +3,8 @@ of single target tokens given a chosen set of context tokens at their original p
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -30,17 +32,34 @@ def loss_by_position(model: GPTNeoX, windows: torch.Tensor, batch_size: int, dev
     return torch.cat(out)
 
 
+def last_position_logits(model: GPTNeoX, ids: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+    """Logits (n, vocabulary) at the last position of ``ids`` (n, T): the one forward pass of
+    every L_k, L_short and L_long of the analysis."""
+    return model.lm_head(model.hidden_states(ids, position_ids, last_only=True)[:, -1])
+
+
+def compile_analysis(model: GPTNeoX, **options) -> None:
+    """Run ``last_token_loss``'s forward passes of ``model`` through ``torch.compile`` (no grad;
+    dynamic shapes, since each greedy step and subset size is another length and the last
+    chunk another batch): the analysis' bulk. The attention and saliency selectors, which
+    hook into the model, stay eager. ``options``: more ``torch.compile`` arguments."""
+    model.compiled_last_position_logits = torch.compile(functools.partial(last_position_logits, model),
+                                                        dynamic=True, **options)
+
+
 @torch.no_grad()
 def last_token_loss(model: GPTNeoX, ids: torch.Tensor, position_ids: torch.Tensor, targets: torch.Tensor,
                     batch_size: int, device) -> torch.Tensor:
     """Loss of ``targets`` (n,) predicted at the last position of ``ids`` (n, T) run with
-    ``position_ids`` (n, T); only the last position is unembedded."""
-    head, out = model.lm_head, []
+    ``position_ids`` (n, T); only the last position is unembedded (compiled after
+    ``compile_analysis``)."""
+    logits_of = getattr(model, "compiled_last_position_logits", None) or functools.partial(last_position_logits,
+                                                                                          model)
+    out = []
     for i in range(0, len(ids), batch_size):
         sl = slice(i, i + batch_size)
         with autocast(device):
-            h = model.hidden_states(ids[sl].to(device), position_ids[sl].to(device), last_only=True)[:, -1]
-            logits = head(h)
+            logits = logits_of(ids[sl].to(device), position_ids[sl].to(device))
         out.append(F.cross_entropy(logits.float(), targets[sl].to(device), reduction="none").cpu())
     return torch.cat(out)
 

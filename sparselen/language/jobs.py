@@ -18,6 +18,7 @@ from sparselen.distributed import DataParallel
 from sparselen.jobs import named, runtime
 from sparselen.language import analysis, controls, corpus as corpora, data, tokenizer as tokenizers
 from sparselen.language import token_files as token_file_format
+from sparselen.language.evaluate import compile_analysis
 from sparselen.language.evaluate import loss_by_position as losses_by_position
 from sparselen.language.evaluate import position_bins
 from sparselen.language.figures import figures as draw_figures
@@ -152,8 +153,10 @@ def loss_by_position(job) -> None:
 def analyze(job) -> None:
     """Screen tokens, then greedy and cheap-selector L_k (params analysis, contexts). Resumable:
     its stages and per-token searches are kept beside the outputs (``sparselen.language.progress``)."""
-    a, ctx, dev = job.params.analysis, job.params.contexts, runtime(job).device
-    model, prov = load_model(job.input.model, dev)
+    ctx, dev = job.params.contexts, runtime(job).device
+    a = dict(job.params.analysis)  # the selectors (saliency: forward and backward) keep its batch_size
+    a |= {"batch_size": analysis_batch_size(job, a["batch_size"]), "selector_batch_size": a["batch_size"]}
+    model, prov = analysis_model(job)
     docs = data.load_tokens(job.input.tokens)["eval"]
     short, long = ctx["short"], ctx["long"]
     progress = Progress(Path(job.output.deps).parent / ANALYSIS_PROGRESS,
@@ -177,20 +180,39 @@ def analyze(job) -> None:
     io.write_csv(deps, job.output.deps)
 
 
+def analysis_model(job):
+    """(model, provenance) of ``job.input.model`` on the job's device; with the runtime knob
+    ``compile``, its analysis forward passes compiled (``evaluate.compile_analysis``)."""
+    rt = runtime(job)
+    model, prov = load_model(job.input.model, rt.device)
+    if rt.compile:
+        compile_analysis(model)
+    return model, prov
+
+
+def analysis_batch_size(job, batch_size: int) -> int:
+    """Rows per last-token-loss forward pass (screen, greedy and selector L_k, transfer):
+    ``language.analysis_batch_size`` (a runtime knob, read from the config, never a param: no
+    identity or progress fingerprint holds it), else the params' ``batch_size``. A no-grad
+    pass that unembeds one position per row fits far more rows than the saliency selector's
+    forward and backward or the induction probe's full logits, which keep the params' value."""
+    return job.config.get("language", {}).get("analysis_batch_size", 0) or batch_size
+
+
 def transfer(job) -> None:
     """A model's losses at both contexts (params contexts, batch_size) on the analysed tokens,
     for a long-context model also on every screened (random) token (the model-scale table's
     gain; a short model's file has the columns only), and its induction probe."""
     dev = runtime(job).device
-    model, prov = load_model(job.input.model, dev)
+    model, prov = analysis_model(job)
     docs = data.load_tokens(job.input.tokens)["eval"]
     screened = pd.read_csv(job.input.screen)
     short, long = job.params.contexts["short"], job.params.contexts["long"]
     context = int(job.wildcards.context)
     every = context == long
     toks = screened if every else screened[screened["analysed"]]
-    losses = analysis.context_losses(model, docs, list(zip(toks["doc"], toks["t"])), [short, long],
-                                     job.params.batch_size, dev)
+    batch_size = analysis_batch_size(job, job.params.batch_size)
+    losses = analysis.context_losses(model, docs, list(zip(toks["doc"], toks["t"])), [short, long], batch_size, dev)
     df = pd.DataFrame({"doc": toks["doc"].values, "t": toks["t"].values, "context": context,
                        "scheme": job.wildcards.run, "seed": prov["seed"],
                        "parameters": sum(p.numel() for p in model.parameters()),
