@@ -60,12 +60,13 @@ MEASURES: dict[str, tuple[Callable[[float], str], str, str]] = {
     "P3": (_signed, "the rate at which accuracy falls with length has Spearman's rho {v} against k_test",
            "above 0, denser tasks fall faster"),
     "C1": (_points, "coupled position ids score {v} points of exact match over the best baseline at the largest "
-                    "size", ""),
+                    "size tested", ""),
     "C2": (_points, "Predictive Position Coupling scores {v} points of exact match over the best baseline at the "
-                    "largest size", "it must also come within {tp:.0f} points of oracle coupling"),
-    "T1": (_points, "on the coupled law, accuracy at the longest Lbar is {v} points from the local law's",
+                    "largest size tested", "it must also come within {tp:.0f} points of oracle coupling"),
+    "T1": (_points, "at the longest length tested, the coupled law's accuracy is {v} points from the local law's",
            "the claim allows down to -{tp:.0f} points"),
-    "T2": (lambda x: f"{x:.3g}", "the error grows like C (Lbar/L)^2 with C = {v}", "the claim needs C <= {t:g}"),
+    "T2": (lambda x: f"{x:.3g}", "the loss grows at most like C (Lbar/L)^2 with C = {v} (1/4: it did not grow)",
+           "the claim needs C <= {t:g}"),
     "L1": (_share, "the largest greedy k recovers a median {v} of the long-context benefit",
            "the claim needs at least {t:.0%}"),
     "L2": (_signed, "tokens with sparse dependency gain {v} more (normalised) from the long context than dense ones",
@@ -107,7 +108,9 @@ def answer(head, groups: pd.DataFrame, units: str) -> str:
     if head.state == NOT_RUN:
         return head.reason
     if head.state == NOT_DECIDABLE:
-        return f"{head.design}: {_where(head.decidable_on)}"
+        binding = untested(groups)
+        design = f"{head.design}: {_where(head.decidable_on)}"
+        return f"nothing could be tested: {binding}; by design, {design}" if binding else design
     before = head.decided  # the verdict before the stability check
     r = _deciding(groups, before)
     if r is None:  # no group could be tested: the first group's gate says why
@@ -124,6 +127,48 @@ def answer(head, groups: pd.DataFrame, units: str) -> str:
     if before != head.verdict:
         text += f"; but the verdict ({before}) changes in {head.stability:.0%} of resamples of the {head.unit}s"
     return text
+
+
+def untested(groups: pd.DataFrame) -> str:
+    """What kept every deciding group from being tested, group by group ("" when one was tested)."""
+    deciding = groups[~groups["control"].astype(bool)]
+    if deciding.empty or deciding["tested"].astype(bool).any():
+        return ""
+    reasons = dict.fromkeys(f"{r.group}: {r.reason}" if r.group not in ("-", "") else str(r.reason)
+                            for r in deciding.itertuples())
+    return "; ".join(reasons)
+
+
+BRIEF = 100  # characters of a verdict's reason on the terminal (its line adds an indent)
+
+
+def clip(text: str, width: int = BRIEF) -> str:
+    """``text`` cut at its last clause boundary within ``width`` characters, marked with "..."."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    cut = text[:width - 4]
+    for mark in ("; ", " (", ", ", " "):
+        if (at := cut.rfind(mark)) > width // 3:
+            return cut[:at].rstrip(" ,;:") + " ..."
+    return cut + " ..."
+
+
+def brief(head, groups: pd.DataFrame) -> str:
+    """The verdict's reason in at most ``BRIEF`` characters: the measured value with its interval,
+    or what kept the claim from being tested (the binding gate first, then the config's design)."""
+    if head.state == NOT_RUN:
+        return clip(head.reason)
+    if (binding := untested(groups)) and head.state in (NOT_DECIDABLE, INCONCLUSIVE):
+        return clip(f"not tested: {binding}")
+    if head.state == NOT_DECIDABLE:
+        return clip(head.design)
+    r = _deciding(groups, head.decided)
+    if r is None:
+        return clip(head.reason)
+    fmt, phrase, _ = MEASURES.get(head.claim, (lambda x: f"{x:.3g}", "measured {v}", ""))
+    interval = f" (95% interval {fmt(r.ci_low)} to {fmt(r.ci_high)})" if pd.notna(r.ci_low) else ""
+    return clip(phrase.format(v=fmt(r.value), t=_thresholds().get(head.claim, float("nan"))) + interval)
 
 
 def counts_line(heads: pd.DataFrame) -> str:
