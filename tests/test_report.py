@@ -2,6 +2,7 @@
 the rendered report (the claims themselves: test_claims.py)."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -122,9 +123,18 @@ def test_the_report_opens_with_the_answer(tmp_path):
     lines = [line for line in answer.splitlines() if line.startswith("- ")]
     assert [line.split("**")[1] for line in lines] == list(claims.loc[claims["group"] == "all", "claim"])
     p1 = next(line for line in lines if line.startswith("- **P1**"))
-    assert p1.startswith("- **P1** **holds** *Sparser tasks") and "Spearman's rho -1.00 (95% interval" in p1
-    assert "K_train=4, 6 seeds): below 0, the sparser the task" in p1
-    assert "- **C1** **not run** *Position coupling" in answer and "The ppc slice was not run." in answer
+    assert p1.startswith("- **P1** **holds** [paper's task] *Sparser tasks") and "Spearman's rho -1.00 (95% interval" in p1
+    assert "K_train=4, 6 seeds run): below 0, the sparser the task" in p1
+    assert "**holds** [paper's task] *Sparser" in p1
+    # the first lines: what the run decided and on what, the sources, the criteria's history
+    opening = md.split("## The answer")[0]
+    assert "This run decided P1 [paper's task], P2 [paper's task]" in opening
+    assert "abstract, a reproducibility card" in opening and "appendices" in opening
+    assert "after results had been seen" in opening and "reconstruction.md#history-of-the-criteria" in opening
+    assert "Rendered " in opening and " on host `" in opening and "of wall time" in opening
+    assert "The paper (abstract): \"length generalization occurs" in md
+    assert "## Glossary" in md and "Stands for the paper's sparse parity figure" in md
+    assert "- **C1** **not run** [paper's task] *Position coupling" in answer and "The ppc slice was not run." in answer
     # every group's reason once, in the details
     for reason in claims.loc[claims["group"] != "all", "reason"].dropna().unique():
         assert md.count(reason) == 1, reason
@@ -158,3 +168,16 @@ def test_a_claim_this_config_cannot_decide_says_so_and_which_config_can(tmp_path
     details = md.split("### P1")[1].split("### ")[0]
     assert f"Stability: the verdict (holds) changes in {p1['stability']:.0%} of the resamples" in details
     assert "more than 10%, so the claim is inconclusive." in details
+
+
+def test_every_quote_names_the_source_the_reconstruction_gives_it():
+    from sparselen.report import claims as cl
+    from sparselen.report.framing import QUOTE_SOURCES
+
+    doc = (Path(__file__).parents[1] / "docs/reconstruction.md").read_text().replace("\n> ", " ").replace("\n", " ")
+    for c in cl.CLAIMS:
+        section = doc.split(f"### {c.id}:")[1].split("### ")[0]
+        after = section[section.index(c.quote) + len(c.quote):][:60]
+        assert QUOTE_SOURCES[c.id].split()[-1] in after, (c.id, after)
+    quotes = {c.id: c.quote for c in cl.CLAIMS}
+    assert quotes["P2"] != quotes["P1"] and "combined RoPE with PoSE" not in quotes["L2"]
