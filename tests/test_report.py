@@ -181,3 +181,14 @@ def test_every_quote_names_the_source_the_reconstruction_gives_it():
         assert QUOTE_SOURCES[c.id].split()[-1] in after, (c.id, after)
     quotes = {c.id: c.quote for c in cl.CLAIMS}
     assert quotes["P2"] != quotes["P1"] and "combined RoPE with PoSE" not in quotes["L2"]
+
+
+def test_the_readme_says_what_the_default_decides_on_what_and_from_which_sources():
+    from sparselen.report.framing import OUR_MODEL, OUR_TASK, PAPER_TASK
+
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    assert "every experiment of the paper" not in readme
+    assert all(f"[{tag}]" in readme for tag in (PAPER_TASK, OUR_TASK, OUR_MODEL))
+    assert "appendices" in readme and "abstract, a reproducibility card" in readme and "rebuttals" in readme
+    assert '"History of the criteria"' in readme
+    assert "CPU-minutes of jobs" in readme and "sparselen estimate" in readme
