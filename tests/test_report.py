@@ -2,6 +2,7 @@
 the rendered report (the claims themselves: test_claims.py)."""
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -192,3 +193,20 @@ def test_the_readme_says_what_the_default_decides_on_what_and_from_which_sources
     assert "appendices" in readme and "abstract, a reproducibility card" in readme and "rebuttals" in readme
     assert '"History of the criteria"' in readme
     assert "CPU-minutes of jobs" in readme and "sparselen estimate" in readme
+
+
+def test_decided_claims_give_their_absolute_numbers_and_where_and_the_fitted_runs():
+    from sparselen.report.answer import BRIEF
+    from test_claims import at_16, head, ppc_runs, theory_runs, paper_like
+
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.95)), "theory": theory_runs(paper_like)})
+    c1, t1 = head(t, "C1"), head(t, "T1")
+    assert c1["brief"] == "coupled 95% vs pose 10% exact match at size 16, 4x the longest training size; 6 and 6 " \
+                          "fitted runs"
+    assert c1["answer"].startswith(c1["brief"] + ": coupled position ids score +85 points")
+    assert re.fullmatch(r"accuracy at 8x the training length: coupled 9\d%, local 9\d%, nonlocal 50% \(sfa k=2, "
+                        r"6/6/6 runs fit\)", t1["brief"]), t1["brief"]
+    assert all(len(b) <= BRIEF for b in t.loc[t["group"] == "all", "brief"])
+    # the tags follow what ran: copy_repeat is ours, the theory is our model of it
+    assert c1["tag"] == "our task" and t1["tag"] == "our model of the theory"
+    assert head(t, "C2")["tag"] == "paper's task"  # parity_scratchpad decides it

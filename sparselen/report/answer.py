@@ -92,7 +92,7 @@ def _where(decidable_on: str) -> str:
     return "run " + (" or ".join(paths) if len(paths) < 3 else ", ".join(paths[:-1]) + " or " + paths[-1])
 
 
-def _deciding(groups: pd.DataFrame, verdict: str):
+def deciding(groups: pd.DataFrame, verdict: str):
     """The group whose result the verdict rests on: the first that does not hold when the claim
     does not hold or is inconclusive, else the first tested one."""
     tested = groups[groups["tested"].astype(bool) & ~groups["control"].astype(bool)]
@@ -112,7 +112,7 @@ def answer(head, groups: pd.DataFrame, units: str) -> str:
         design = f"{head.design}: {_where(head.decidable_on)}"
         return f"nothing could be tested: {binding}; by design, {design}" if binding else design
     before = head.decided  # the verdict before the stability check
-    r = _deciding(groups, before)
+    r = deciding(groups, before)
     if r is None:  # no group could be tested: the first group's gate says why
         first = next(groups[~groups["control"].astype(bool)].itertuples(), None)
         if first is None:
@@ -163,7 +163,7 @@ def brief(head, groups: pd.DataFrame) -> str:
         return clip(f"not tested: {binding}")
     if head.state == NOT_DECIDABLE:
         return clip(head.design)
-    r = _deciding(groups, head.decided)
+    r = deciding(groups, head.decided)
     if r is None:
         return clip(head.reason)
     fmt, phrase, _ = MEASURES.get(head.claim, (lambda x: f"{x:.3g}", "measured {v}", ""))

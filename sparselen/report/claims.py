@@ -17,10 +17,11 @@ import numpy as np
 import pandas as pd
 
 from sparselen.config import SLICES
-from sparselen.report.answer import answer, brief, state
+from sparselen.report.answer import answer, brief, clip, deciding, state
 from sparselen.report.framing import tag
+from sparselen.report.headline import headline
 from sparselen.stats import Resampling
-from sparselen.verdicts import HOLDS, INCONCLUSIVE, NOT_RUN, Result, Settings, combine, stability, units_of
+from sparselen.verdicts import FAILS, HOLDS, INCONCLUSIVE, NOT_RUN, Result, Settings, combine, stability, units_of
 
 
 def slice_claims(name: str):
@@ -85,10 +86,20 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
         groups = pd.DataFrame([r.__dict__ for r in results], columns=[f.name for f in fields(Result)])
         row["answer"] = answer(SimpleNamespace(**row), groups, row["units"])
         row["brief"] = brief(SimpleNamespace(**row), groups)
+        if numbers := _headline(c.id, table, settings, groups, row):
+            row["answer"], row["brief"] = f"{numbers}: {row['answer']}", clip(numbers)
         row["tag"] = tag(c.slice, groups)
         rows.append(row)
         rows.extend({**base, **r.__dict__} for r in results)
     return pd.DataFrame(rows)
+
+
+def _headline(claim: str, table: dict, settings: Settings, groups: pd.DataFrame, row: dict) -> str | None:
+    """The absolute numbers of a claim decided on a tested group (``sparselen.report.headline``)."""
+    r = deciding(groups, row["decided"])
+    if r is None or not r.tested or row["state"] not in (HOLDS, FAILS, INCONCLUSIVE):
+        return None
+    return headline(claim, table, settings, r.group)
 
 
 def _units(n: int, unit: str) -> str:
