@@ -3,8 +3,9 @@ report: at PNG_DPI a figure at most FIGURE_WIDTH wide is shown at its own size i
 text column, so its text keeps the size it is set in (``readable_text`` checks it).
 
 Two drawers serve the slices: ``plot_panels`` (a row of panels, accuracy against a size, one
-line per category, each with its own marker and a small sideways offset so that lines on top
-of each other stay visible) and ``plot_heatmaps`` (one grid per panel, a value per cell,
+line per category, each with its own marker, a width of its own and a sideways offset of at
+most ``MAX_DODGE``, so that lines on top of each other stay visible and every point stays at
+its own length) and ``plot_heatmaps`` (one grid per panel, a value per cell,
 written in the cell; e.g. parity: k_test x length per K_train).
 """
 
@@ -27,6 +28,21 @@ PNG_DPI = 150  # resolution of the PNG figures
 FIGURE_WIDTH = 7.3  # inches: at PNG_DPI, the report's text column (sparselen.report.render.REPORT_WIDTH_PX)
 MIN_TEXT_POINTS = 7.0  # no text of a figure is set smaller (at PNG_DPI and FIGURE_WIDTH: 14.6 px)
 MARKERS = "osD^v<>ph*"
+MAX_DODGE = 0.01  # the outermost curve moves at most this far sideways (decades on a log axis: 2.3%)
+
+
+def dodge_step(xs, n_curves: int, dodge: float, logx: bool) -> float:
+    """The sideways step between neighbouring curves: ``dodge``, narrowed so that the outermost
+    curve moves at most MAX_DODGE and at most a quarter of the way to the nearest other x value,
+    so that no point reads as another length or crosses a mark drawn at its own."""
+    half = (n_curves - 1) / 2
+    if half <= 0:
+        return 0.0
+    values = np.unique(np.log10(np.asarray(xs, float)) if logx else np.asarray(xs, float))
+    span = np.ptp(values) if len(values) > 1 else 1.0
+    gap = np.diff(values).min() if len(values) > 1 else span
+    widest = min(MAX_DODGE, gap / 4) if logx else min(MAX_DODGE, gap / 4 / max(span, 1))
+    return min(dodge, widest / half)
 
 
 def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length", *,
@@ -42,8 +58,8 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
     each curve to its own style (e.g. ``{"color": "tab:green", "ls": "--", "marker": "s"}``) for
     categories, listed in the order ``styles`` gives. Each curve has its own marker, is moved
     sideways by ``dodge`` (a fraction of a decade on a log axis, of the x range otherwise) times
-    its rank from the middle, and is drawn wider than the curves after it, so equal values do
-    not hide one another. ``vlines`` maps a panel
+    its rank from the middle, narrowed by ``dodge_step`` so that no point moves towards another
+    length, and is drawn wider than the curves after it, so equal values do not hide one another. ``vlines`` maps a panel
     value to an x position to mark (e.g. the longest training size), ``spans`` to an x range to
     shade (the training range); ``xlabels`` a panel value to its own x-axis label. The legend
     lists the curves drawn, once.
@@ -60,13 +76,14 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
     for i, (ax, p) in enumerate(zip(axes.flat, panels)):
         sub = summary[summary[panel] == p]
         span = np.ptp(np.log10(sub[x])) if logx else np.ptp(sub[x])
+        step = dodge_step(sub[x], len(curves), dodge, logx)
         for rank, (color, c) in enumerate(zip(colors, curves)):
             line = sub[sub[curve] == c].sort_values(x)
             if line.empty:
                 continue
             style = {"color": color, "ls": "-", "marker": MARKERS[rank % len(MARKERS)],
                      **((styles or {}).get(c, {}))}
-            shift = dodge * (rank - (len(curves) - 1) / 2)
+            shift = step * (rank - (len(curves) - 1) / 2)
             xs = line[x] * 10 ** shift if logx else line[x] + shift * max(span, 1)
             under = len(curves) - 1 - rank  # curves drawn later lie on top: the earlier ones are wider
             handle, = ax.plot(xs, line["mean"], ms=min(3.5 + 0.4 * under, 6), lw=min(1.1 + 0.35 * under, 3),

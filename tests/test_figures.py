@@ -70,8 +70,9 @@ def ppc_table():
     return pd.DataFrame(rows)
 
 
-def test_ppc_draws_every_scheme_apart_and_lists_only_lines_it_drew(tmp_path, drawn):
-    from sparselen.ppc.report import figure
+def test_ppc_draws_every_scheme_apart_at_its_own_size_and_lists_only_lines_it_drew(tmp_path, drawn):
+    from sparselen.plotting import MAX_DODGE
+    from sparselen.ppc.report import caption, figure
 
     ppc_table().to_csv(tmp_path / "t.csv", index=False)
     figure(tmp_path / "t.csv", {"copy_repeat": 10, "addition": 8, "variable_assignment": 8, "pointer_copy": 8},
@@ -80,15 +81,23 @@ def test_ppc_draws_every_scheme_apart_and_lists_only_lines_it_drew(tmp_path, dra
     assert readable_text(fig) == []
     legend = fig.legends[0]
     labels = [t.get_text() for t in legend.get_texts()]
-    assert labels == ["nope", "rope", "rope_base10000", "pose", "coupled", "ppc", "ppc (position ids)"]
+    # ppc's id diagnostics are the table's rows, not lines on top of coupled and ppc at 1.0
+    assert labels == ["nope", "rope", "rope_base10000", "pose", "coupled", "ppc"]
     ax = fig.axes[0]
     lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
     assert set(lines) == set(labels)
-    # coupled, ppc and ppc's ids all score 1.0 everywhere: each has its own marker and its own x positions
-    top = [lines[name] for name in ("coupled", "ppc", "ppc (position ids)")]
-    assert len({line.get_marker() for line in top}) == 3
-    xs = [tuple(np.round(line.get_xdata(), 6)) for line in top]
-    assert len(set(xs)) == 3
+    # coupled and ppc both score 1.0 everywhere: each has its own marker and its own x positions
+    top = [lines[name] for name in ("coupled", "ppc")]
+    assert len({line.get_marker() for line in top}) == 2
+    assert len({tuple(np.round(line.get_xdata(), 6)) for line in top}) == 2
+    # no point moves towards another size: size 10 stays at the training line, 40 near 40
+    sizes = np.array([5, 10, 20, 30, 40])
+    for line in lines.values():
+        assert np.all(np.abs(np.log10(line.get_xdata() / sizes)) <= MAX_DODGE + 1e-9)
+    text = caption("ppc", ppc_table())
+    assert "rope_base10000" in text and "first lookup is longer" not in text and "4 seeds" in text
+    assert "id accuracy" in text  # the table has ppc's position ids
+    assert "id accuracy" not in caption("ppc", ppc_table().query("metric == 'exact_match'"))
 
 
 def test_theory_is_two_rows_with_intervals_in_log_space(tmp_path, drawn):

@@ -166,6 +166,14 @@ def _group_rows(groups: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- the experiments
 
 
+def figure_caption(module, stem: str, main_csv) -> str:
+    """A figure's caption written from what ran (the slice's ``caption(stem, table)`` on its main
+    table, where it has one), else its fixed caption."""
+    if hasattr(module, "caption") and main_csv is not None:
+        return module.caption(stem, pd.read_csv(main_csv))
+    return module.CAPTIONS.get(stem, stem)
+
+
 def slice_section(name: str, figures: list[str], tables: list[str], claims: pd.DataFrame, out_dir: Path) -> list[str]:
     lines = [f"## {SECTIONS.get(name, name)}", ""]
     if not figures and not tables:
@@ -173,10 +181,10 @@ def slice_section(name: str, figures: list[str], tables: list[str], claims: pd.D
     module = presentation(name)
     if name in PAPER_FIGURES:
         lines += [f"Stands for {PAPER_FIGURES[name]}. {NOT_COMPARED}", ""]
+    main = next((t for t in tables if Path(t).name == "table.csv"), None)
     for fig in figures:
         lines += [f"![{Path(fig).stem}]({os.path.relpath(fig, out_dir)})", "",
-                  f"*{module.CAPTIONS.get(Path(fig).stem, Path(fig).stem)}*", ""]
-    main = next((t for t in tables if Path(t).name == "table.csv"), None)
+                  f"*{figure_caption(module, Path(fig).stem, main)}*", ""]
     if main is not None:
         lines += module.paper_tables(pd.read_csv(main)) + [""]
     mine = claims[(claims["slice"] == name) & (claims["group"] == "all")]
