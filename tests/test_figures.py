@@ -119,6 +119,27 @@ def test_theory_is_two_rows_with_intervals_in_log_space(tmp_path, drawn):
     assert len(panels) == 6 and len({round(ax.get_position().y0, 3) for ax in panels}) == 2
 
 
+def test_the_theory_table_shows_the_figures_statistic_and_the_accuracy_the_claims_read(tmp_path):
+    from types import SimpleNamespace
+
+    from sparselen.theory.report import caption, paper_tables, table
+
+    rows = [{"ratio": r, "length": 8 * r, "n": 100, "log_loss": loss * r, "error": 0.25, "model": "sfa",
+             "distribution": d, "k": 2, "seed": s, "n_values": 2, "config_hash": "x"}
+            for d in ("local", "nonlocal", "coupled") for s, loss in enumerate((1e-4, 1e-2, 1e-3)) for r in (1, 2)]
+    pd.DataFrame(rows).to_csv(tmp_path / "e.csv", index=False)
+    out = SimpleNamespace(**{k: tmp_path / f"{k}.{k.split('_')[-1] if '_' in k else k}"
+                             for k in ("csv", "md", "slopes_csv", "slopes_md")})
+    t = table([tmp_path / "e.csv"], out, 1e-6)
+    at_L = t.query("distribution == 'local' and ratio == 1").iloc[0]
+    assert at_L["mean"] == pytest.approx(1e-3)  # geometric, as the figure: not the arithmetic 3.7e-3
+    assert (t["ci_low"] > 0).all()  # a log-scale interval stays within the loss's range
+    text = "\n".join(paper_tables(t))
+    assert "geometric mean" in text and "accuracy at Lbar (%)" in text and "| 75 |" in text
+    assert "GPT" not in caption("theory", t) and "idealized model (SFA)" in caption("theory", t)
+    assert "(row 2)" in caption("theory", pd.concat([t, t.assign(model="gpt")]))
+
+
 def test_language_panels_the_claims_do_not_read_say_so():
     from sparselen.language.figures import length_figure, sparsity_figure
 
