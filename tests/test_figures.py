@@ -140,16 +140,32 @@ def test_the_theory_table_shows_the_figures_statistic_and_the_accuracy_the_claim
     assert "(row 2)" in caption("theory", pd.concat([t, t.assign(model="gpt")]))
 
 
-def test_language_panels_the_claims_do_not_read_say_so():
-    from sparselen.language.figures import length_figure, sparsity_figure
+def _boxes_overlap(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
 
+
+def test_language_panels_the_claims_do_not_read_say_so_and_why_without_covering_a_line():
+    from sparselen.language.figures import LABELS, length_figure, sparsity_figure
+
+    why = ("not read by the claims: positive control: 3 planted repeats with a long-context benefit (needs 20): the "
+           "model does not use a copy beyond its short window")
     table = pd.DataFrame([{"method": m, "k": k, "n_tokens": 100, "median": 0.4 * k, "ci_low": 0.2 * k,
                            "ci_high": 0.6 * k} for m in ("greedy", "random", "greedy_planted") for k in (1, 2, 4)])
-    screened = pd.DataFrame({"benefit": np.linspace(-1, 2, 400), "analysed": np.linspace(-1, 2, 400) > 0.25})
-    fig = sparsity_figure(table, screened, 0.25, 32, 128, "not read: the positive control failed")
-    texts = [t.get_text() for t in fig.axes[0].texts]
-    assert texts == ["not read:\nthe positive control failed"]
-    assert "above 1" in fig.axes[0].get_ylabel() and readable_text(fig) == []
+    screened = pd.DataFrame({"benefit": np.linspace(-1, 2, 4000), "analysed": np.linspace(-1, 2, 4000) > 0.25})
+    fig = sparsity_figure(table, screened, 0.25, 32, 128, why)
+    a, b = fig.axes[0], fig.axes[1]
+    assert not a.texts  # no stamp over the data
+    title = a.get_title().replace("\n", " ")
+    assert title.startswith("not read by the claims") and "3 planted repeats" in title and "(needs 20)" in title
+    assert "above 1" in a.get_ylabel() and readable_text(fig) == []
+    # the controls are dashed in the plot and in the legend
+    legend = {t.get_text(): h for t, h in zip(a.get_legend().get_texts(), a.get_legend().legend_handles)}
+    assert legend[LABELS["greedy_planted"]].get_linestyle() == "--" and legend["greedy"].get_linestyle() == "-"
+    assert a.get_legend().handlelength >= 3
+    # the histogram's log axis labels its decades only
+    fig.canvas.draw()
+    labels = [t.get_text() for t in b.get_yticklabels(minor=True) if t.get_text()]
+    assert labels == []
     position = pd.DataFrame([{"context": c, "scheme": "rope", "position": p, "mean": 5.0, "ci_low": 4.9,
                               "ci_high": 5.1} for c in (32, 128) for p in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)])
     gen = pd.DataFrame([{"context": c, "scheme": "rope", "sparsity": s, "order": i, "mean": 0.1, "ci_low": 0.0,
@@ -157,6 +173,13 @@ def test_language_panels_the_claims_do_not_read_say_so():
     fig = length_figure(position, gen, 32, 128, "")
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1", "32", "128", "512"]
     assert not fig.axes[1].texts and readable_text(fig) == []
+    # each panel its own legend; the title over both panels fits the figure and covers no panel title
+    assert all(ax.get_legend() is not None for ax in fig.axes[:2])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    title = fig._suptitle.get_window_extent(renderer)
+    assert title.x0 >= 0 and title.x1 <= fig.bbox.width
+    assert not any(_boxes_overlap(title, ax.title.get_window_extent(renderer)) for ax in fig.axes[:2])
 
 
 def test_text_smaller_than_the_minimum_is_found():
