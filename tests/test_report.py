@@ -156,7 +156,10 @@ def test_a_claim_this_config_cannot_decide_says_so_and_which_config_can(tmp_path
                      gaps={"P1": "2 seeds per group (a stable verdict needs 4)"})
     p1 = table[(table["claim"] == "P1") & (table["group"] == "all")].iloc[0]
     assert p1["verdict"] == "inconclusive" and p1["state"] == "not decidable on this config"
-    assert p1["answer"] == "2 seeds per group (a stable verdict needs 4): run configs/paper.yaml"
+    # what was measured stays on the line, after what the design lacks
+    assert p1["answer"].startswith("2 seeds per group (a stable verdict needs 4): run configs/paper.yaml; measured: "
+                                   "accuracy at the longest length against k_test has Spearman's rho -1.00")
+    assert p1["brief"].startswith("2 seeds per group (a stable verdict needs 4); measured: accuracy at the longest")
     md, _ = rendered(tmp_path, table)
     details = md.split("### P1")[1].split("### ")[0]
     assert "Stability" not in details and "This config cannot decide it" in details

@@ -110,7 +110,10 @@ def answer(head, groups: pd.DataFrame, units: str) -> str:
     if head.state == NOT_DECIDABLE:
         binding = untested(groups)
         design = f"{head.design}: {_where(head.decidable_on)}"
-        return f"nothing could be tested: {binding}; by design, {design}" if binding else design
+        if binding:
+            return f"nothing could be tested: {binding}; by design, {design}"
+        r = deciding(groups, head.decided)
+        return f"{design}; measured: {measured(head.claim, r, units)}" if r is not None else design
     before = head.decided  # the verdict before the stability check
     r = deciding(groups, before)
     if r is None:  # no group could be tested: the first group's gate says why
@@ -148,8 +151,8 @@ def clip(text: str, width: int = BRIEF) -> str:
     if len(text) <= width:
         return text
     cut = text[:width - 4]
-    for mark in ("; ", " (", ", ", " "):
-        if (at := cut.rfind(mark)) > width // 3:
+    for marks in (("; ", " (", ", "), (" ",)):  # a clause boundary in the second half, else any word's
+        if (at := max(cut.rfind(m) for m in marks)) > width // 2:
             return cut[:at].rstrip(" ,;:") + " ..."
     return cut + " ..."
 
@@ -161,14 +164,19 @@ def brief(head, groups: pd.DataFrame) -> str:
         return clip(head.reason)
     if (binding := untested(groups)) and head.state in (NOT_DECIDABLE, INCONCLUSIVE):
         return clip(f"not tested: {binding}")
-    if head.state == NOT_DECIDABLE:
-        return clip(head.design)
     r = deciding(groups, head.decided)
+    if head.state == NOT_DECIDABLE:
+        return clip(head.design + (f"; measured: {_value(head.claim, r)}" if r is not None else ""))
     if r is None:
         return clip(head.reason)
-    fmt, phrase, _ = MEASURES.get(head.claim, (lambda x: f"{x:.3g}", "measured {v}", ""))
+    return clip(_value(head.claim, r))
+
+
+def _value(claim: str, r) -> str:
+    """A tested group's value in its claim's words, with its interval."""
+    fmt, phrase, _ = MEASURES.get(claim, (lambda x: f"{x:.3g}", "measured {v}", ""))
     interval = f" (95% interval {fmt(r.ci_low)} to {fmt(r.ci_high)})" if pd.notna(r.ci_low) else ""
-    return clip(phrase.format(v=fmt(r.value), t=_thresholds().get(head.claim, float("nan"))) + interval)
+    return phrase.format(v=fmt(r.value), t=_thresholds().get(claim, float("nan"))) + interval
 
 
 def counts_line(heads: pd.DataFrame) -> str:
