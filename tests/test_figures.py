@@ -57,6 +57,27 @@ def test_parity_at_the_papers_grid_is_a_readable_heatmap_per_k_train(tmp_path, d
     assert ticks and all(t.isdigit() and 50 <= int(t) <= 100 for t in ticks), ticks  # percent, as the cells
 
 
+def test_a_trained_sparsity_not_every_seed_fitted_is_marked_in_the_heatmap_and_table(tmp_path, drawn):
+    from sparselen.parity.report import figure, paper_tables, table
+
+    # K_train 2: k_test 1 fits on all 3 seeds; k_test 2 on seed 0 only (0.91 on average: it looks learned)
+    rows = [{"K_train": 2, "scheme": "pose", "seed": seed, "k_test": k, "length": n, "n": 200,
+             "correct": round(200 * a), "accuracy": round(200 * a) / 200, "config_hash": "x"}
+            for seed in range(3) for k in (1, 2, 3) for n in (20, 50, 100)
+            for a in [1.0 if k == 1 else (0.99 if seed == 0 else 0.87) if k == 2 else 0.5]]
+    pd.DataFrame(rows).to_csv(tmp_path / "e.csv", index=False)
+    t = table([tmp_path / "e.csv"], tmp_path / "t.csv", tmp_path / "t.md", {"train_lengths": (20, 50)})
+    assert dict(t.groupby("k_test")["n_fit"].first()) == {1: 3, 2: 1, 3: 0}
+    assert "| 2 (1/3 fit) |" in "\n".join(paper_tables(t))  # k_test 3 > K_train: untrained, not flagged
+    figure(tmp_path / "t.csv", {"train_lengths": (20, 50)}, None, None)
+    ax = drawn[0].axes[0]
+    labels = {t.get_text(): t.get_color() for t in ax.get_yticklabels()}
+    assert labels["2 (1/3 fit)"] == plotting.NOTE_COLOR and labels["1"] == "black"
+    dashed = [p for p in ax.patches if p.get_linestyle() == "--"]  # the two trained lengths of k_test 2
+    assert len(dashed) == 1 and dashed[0].get_width() == pytest.approx(2 - 2 * plotting.NOTE_INSET)
+    assert readable_text(drawn[0]) == []
+
+
 def ppc_table():
     rows = []
     for task in ("copy_repeat", "addition", "variable_assignment", "pointer_copy"):

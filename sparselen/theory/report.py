@@ -43,9 +43,9 @@ def table(eval_csvs, out, floor: float) -> pd.DataFrame:
     by = ["model", "distribution", "k", "ratio", "length", "n_values"]
     error = summarize(df, by, "error", n_col="n").rename(
         columns={"mean": "error_mean", "ci_low": "error_ci_low", "ci_high": "error_ci_high"})
-    t = (log_summary(df, floor).drop(columns="n_values")
-         .merge(error.drop(columns="n_seeds"), on=["model", "distribution", "k", "ratio"])[[*by, "mean", "ci_low", "ci_high", "n_seeds",
-                                                                    "error_mean", "error_ci_low", "error_ci_high"]])
+    loss = log_summary(df, floor).drop(columns="n_values")  # the figure's statistic
+    t = loss.merge(error.drop(columns="n_seeds"), on=["model", "distribution", "k", "ratio"])
+    t = t[[*by, "mean", "ci_low", "ci_high", "n_seeds", "error_mean", "error_ci_low", "error_ci_high"]]
     prov = runs_provenance(df)
     write_table(t, out.csv, out.md, "Theory: log loss (geometric mean over seeds, floored at "
                 f"{floor:g}, with its 95% t-interval computed on the log scale: the figure's statistic) and 0-1 error "
