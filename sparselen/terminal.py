@@ -1,6 +1,7 @@
 """What a run prints on the terminal: a line that says how many jobs and trainings it runs and
 where their logs are, one line per finished training (and per other job of a minute or more)
-with its time, the run's elapsed time and a rough time left, a one-line note per failed job
+with its time, the run's elapsed time and a rough time left (from the finished jobs of each
+rule), a one-line note per failed job
 naming its log, and at the end the verdicts of the paper's claims (each with its statement and
 its reason in brief), the wall time and the report's path.
 
@@ -47,8 +48,10 @@ class Terminal(logging.Filter):
         super().__init__()
         self.workflow, self.clock = workflow, clock
         self.started = clock()
-        self.jobs: dict[int, tuple[str, bool, float]] = {}  # jobid -> (what, is a training, start)
+        self.jobs: dict[int, tuple[str, bool, float, str]] = {}  # jobid -> (what, is a training, start, rule)
         self.done = self.total = 0
+        self.planned: dict[str, int] = {}  # rule -> jobs of it this run
+        self.took: dict[str, list[float]] = {}  # rule -> the finished jobs' times
         self.summarized = False
 
     def active(self) -> bool:
@@ -73,6 +76,7 @@ class Terminal(logging.Filter):
         if event == LogEvent.RUN_INFO:
             stats = getattr(record, "stats", {}) or {}
             self.total = int(stats.get("total", 0))
+            self.planned = {rule: int(n) for rule, n in stats.items() if rule != "total"}
             trainings = sum(n for rule, n in stats.items() if rule != "total" and self.training_rule(rule))
             _out(f"sparselen: {self.total} jobs to run, {trainings} of them trainings; a line for each finished "
                  f"training and each job of {LONG_JOB_S:.0f} s or more. Each job's log is under logs/.")
@@ -80,12 +84,13 @@ class Terminal(logging.Filter):
         if event == LogEvent.JOB_INFO:
             wildcards = ", ".join(f"{k}={v}" for k, v in (getattr(record, "wildcards", None) or {}).items())
             rule = record.rule_name
-            self.jobs[record.jobid] = (f"{rule} {wildcards}".strip(), self.training_rule(rule), self.clock())
+            self.jobs[record.jobid] = (f"{rule} {wildcards}".strip(), self.training_rule(rule), self.clock(), rule)
             return True  # Snakemake's quiet settings drop it
         if event == LogEvent.JOB_FINISHED:
             self.done += 1
-            what, training, start = self.jobs.pop(record.job_id, (message, False, self.clock()))
+            what, training, start, rule = self.jobs.pop(record.job_id, (message, False, self.clock(), ""))
             took = self.clock() - start
+            self.took.setdefault(rule, []).append(took)
             if training or took >= LONG_JOB_S:
                 _out(f"[{self.progress()}] {'trained' if training else 'finished'} {what} in {hms(took)}")
             return False
@@ -105,13 +110,25 @@ class Terminal(logging.Filter):
         return not (self.summarized and message.startswith(AFTER_SUMMARY))
 
     def progress(self) -> str:
-        """"12/193, 0:05:10 elapsed, about 1:10:00 left": time left at the pace of the jobs
-        finished so far (the jobs' mix changes along a run, so it is a rough figure)."""
+        """"12/193, 0:05:10 elapsed, about 1:10:00 left" (no time left before a job has finished)."""
         elapsed = self.clock() - self.started
         count = f"{self.done:>{len(str(self.total))}}/{self.total}, {hms(elapsed)} elapsed"
-        if not self.done or self.done >= self.total:
-            return count
-        return f"{count}, about {hms(elapsed / self.done * (self.total - self.done))} left"
+        left = self.time_left(elapsed)
+        return count if left is None else f"{count}, about {hms(left)} left"
+
+    def time_left(self, elapsed: float) -> float | None:
+        """The jobs still to run, each at the mean time of the finished jobs of its rule (of all
+        finished jobs for a rule none of which has finished), at the run's pace so far: its
+        elapsed time per second of finished jobs (jobs run side by side). Rough: a job running
+        now counts whole."""
+        done = [t for times in self.took.values() for t in times]
+        if not done or self.done >= self.total or sum(done) <= 0:
+            return None
+        overall = sum(done) / len(done)
+        work = sum((n - len(self.took.get(rule, []))) * (sum(self.took[rule]) / len(self.took[rule])
+                                                         if self.took.get(rule) else overall)
+                   for rule, n in self.planned.items() if n > len(self.took.get(rule, [])))
+        return work * elapsed / sum(done)
 
     def summary(self, workdir=".") -> list[str]:
         """The run's last lines: the verdicts (when this run wrote the claims table), the wall

@@ -191,3 +191,19 @@ def test_a_claim_nothing_could_test_names_what_binds_before_the_design():
     full = answer(head, groups, "3 seeds run")
     assert full.startswith("nothing could be tested: K_train=2: 2 fitted") and "K_train=3: k_test=3: 1 of 3" in full
     assert full.endswith("by design, 3 seeds per group (a stable verdict needs 4): run configs/paper.yaml")
+
+
+def test_time_left_prices_each_pending_job_at_its_rules_pace(capsys):
+    clock = Clock()
+    t = terminal.Terminal(workflow(), clock)
+    t.filter(record("Job stats", event=LogEvent.RUN_INFO, stats={"parity_train": 3, "parity_table": 1, "total": 4}))
+    for jobid, rule, took in ((1, "parity_table", 2), (2, "parity_train", 100)):
+        t.filter(record(" Rule: x", event=LogEvent.JOB_INFO, jobid=jobid, rule_name=rule, wildcards={}))
+        clock.now += took
+        t.filter(record("", event=LogEvent.JOB_FINISHED, job_id=jobid))
+    # two trainings left at 100 s each, one at a time so far: not (102 s / 2 jobs) x 2
+    assert capsys.readouterr().err.splitlines()[-1] == ("[2/4, 0:01:42 elapsed, about 0:03:20 left] trained "
+                                                       "parity_train in 0:01:40")
+    # two at a time: the same work, half the wall time
+    t.started = clock.now - 51
+    assert t.progress() == "2/4, 0:00:51 elapsed, about 0:01:40 left"
