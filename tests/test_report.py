@@ -213,3 +213,7 @@ def test_decided_claims_give_their_absolute_numbers_and_where_and_the_fitted_run
     # the tags follow what ran: copy_repeat is ours, the theory is our model of it
     assert c1["tag"] == "our task" and t1["tag"] == "our model of the theory"
     assert head(t, "C2")["tag"] == "paper's task"  # parity_scratchpad decides it
+    from sparselen.report.framing import tag
+
+    nothing_ran = pd.DataFrame({"group": ["-"], "tested": [False], "control": [False]})
+    assert tag("ppc", nothing_ran) == "paper's task"  # C2 with none of its tasks run

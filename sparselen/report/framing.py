@@ -32,7 +32,7 @@ CRITERIA = (f"The criteria are not all pre-registered: {CRITERIA_AFTER_RESULTS[0
             "after which results.")
 TAGS = (f"Each verdict is tagged with what it rests on: **[{PAPER_TASK}]** a task the paper runs, **[{OUR_TASK}]** "
         f"a task of ours, not one the paper reports, **[{OUR_MODEL}]** the "
-        "idealized model we built to make the theory runnable (`docs/theory.md`).")
+        "planted-correlation tasks and idealized model we built to make the theory runnable (`docs/theory.md`).")
 
 GLOSSARY = (
     ("exact match", "the whole answer right, token for token (PPC tasks)"),
@@ -58,7 +58,7 @@ def task_origin(group: str) -> str:
 
     try:
         return task_module(str(group).split()[0]).ORIGIN
-    except (KeyError, IndexError, AttributeError):
+    except (KeyError, IndexError, ValueError):  # "-": no task ran
         return ""
 
 
