@@ -210,6 +210,11 @@ def test_decided_claims_give_their_absolute_numbers_and_where_and_the_fitted_run
     assert re.fullmatch(r"accuracy at 8x the training length: coupled 9\d%, local 9\d%, nonlocal 50% \(sfa k=2, "
                         r"6/6/6 runs fit\)", t1["brief"]), t1["brief"]
     assert all(len(b) <= BRIEF for b in t.loc[t["group"] == "all", "brief"])
+    parity = check({"parity": parity_runs(sparse_wins, lengths=(20, 50, 200))})
+    assert re.fullmatch(r"K_train=4 at 2l = 200 \(10x the longest trained\), accuracy k=1 9\d%, k=2 8\d%, k=3 7\d%, "
+                        r"k=4 7\d%", head(parity, "P1")["brief"]), head(parity, "P1")["brief"]
+    assert re.fullmatch(r"k_test = K_train = 4: 9\d% on training lengths, 7\d% at 2l = 200, 10x the longest; 6 seeds "
+                        r"fit", head(parity, "P2")["brief"]), head(parity, "P2")["brief"]
     # the tags follow what ran: copy_repeat is ours, the theory is our model of it
     assert c1["tag"] == "our task" and t1["tag"] == "our model of the theory"
     assert head(t, "C2")["tag"] == "paper's task"  # parity_scratchpad decides it

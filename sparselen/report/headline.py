@@ -60,7 +60,48 @@ def theory_line(data: dict, s: Settings, group: str) -> str | None:
     return f"accuracy at {rmax:g}x the training length: {values} ({group}, {fit} runs fit)"
 
 
+def parity_cells(data: dict, s: Settings, group: str):
+    """K_train's fitted (seed, k_test) cells with their accuracy at the longest length, that
+    length and its ratio to the longest training length; None without them."""
+    from sparselen.parity.claims import accuracies
+
+    K = int(str(group).partition("=")[2] or 0)
+    acc = accuracies(data["evals"], s).reset_index()
+    cells = acc[(acc["K_train"] == K) & (acc["k_test"] <= K) & acc["fit"]]
+    lengths = [c for c in acc.columns if isinstance(c, (int, float)) and not isinstance(c, bool)]
+    if cells.empty or not lengths:
+        return None
+    longest = max(lengths)
+    return K, cells, longest, longest / max(s.facts["train_lengths"])
+
+
+def parity_rank_line(data: dict, s: Settings, group: str) -> str | None:
+    """P1: mean accuracy of the fitted seeds per k_test at the longest length."""
+    found = parity_cells(data, s, group)
+    if found is None:
+        return None
+    K, cells, longest, ratio = found
+    per_k = cells.groupby("k_test")[longest].agg(["mean", "size"])
+    values = ", ".join(f"k={k} {m:.0%}" for k, m in per_k["mean"].items())
+    return f"K_train={K} at 2l = {longest:g} ({ratio:.3g}x the longest trained), accuracy {values}"
+
+
+def parity_kept_line(data: dict, s: Settings, group: str) -> str | None:
+    """P2: accuracy at k_test = K_train in distribution and at the longest length, fitted seeds."""
+    found = parity_cells(data, s, group)
+    if found is None:
+        return None
+    K, cells, longest, ratio = found
+    own = cells[cells["k_test"] == K]
+    if own.empty:
+        return None
+    return (f"k_test = K_train = {K}: {own['in'].mean():.0%} on training lengths, {own[longest].mean():.0%} at 2l = "
+            f"{longest:g}, {ratio:.3g}x the longest; {len(own)} seeds fit")
+
+
 HEADLINES: dict[str, Callable[[dict, Settings, str], str | None]] = {
+    "P1": parity_rank_line,
+    "P2": parity_kept_line,
     "C1": lambda data, s, group: ppc_line(data, s, group, ("coupled", "best")),
     "C2": lambda data, s, group: ppc_line(data, s, group, ("ppc", "coupled", "best")),
     "T1": theory_line,
