@@ -124,7 +124,8 @@ def test_the_report_opens_with_the_answer(tmp_path):
     lines = [line for line in answer.splitlines() if line.startswith("- ")]
     assert [line.split("**")[1] for line in lines] == list(claims.loc[claims["group"] == "all", "claim"])
     p1 = next(line for line in lines if line.startswith("- **P1**"))
-    assert p1.startswith("- **P1** **holds** [paper's task] *Sparser tasks") and "Spearman's rho -1.00 (95% interval" in p1
+    assert p1.startswith("- **P1** **holds** [paper's task] *Sparser tasks")
+    assert "Spearman's rho -1.00 (95% interval" in p1
     assert "K_train=4, 6 seeds run): below 0, the sparser the task" in p1
     assert "**holds** [paper's task] *Sparser" in p1
     # the first lines: what the run decided and on what, the sources, the criteria's history

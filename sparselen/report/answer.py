@@ -5,7 +5,10 @@ with its unit and what it means, or why nothing could be measured.
 "Not decidable on this config" is an inconclusive verdict on a config whose design cannot
 decide the claim (its ``design`` check names what is missing, e.g. too few seeds for a stable
 verdict): the line says which shipped config can. The criteria, groups, intervals and
-stability stay in the report's details; this module only words the claims table's rows.
+stability stay in the report's details; this module only words the claims table's rows: the
+report's line (``answer``) and the terminal's, at most ``BRIEF`` characters (``brief``). A claim
+nothing could test names the gates that bind before what the config's design lacks: adding the
+seeds the design asks for does not lift a gate.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ MEASURES: dict[str, tuple[Callable[[float], str], str, str]] = {
                     "largest size tested", "it must also come within {tp:.0f} points of oracle coupling"),
     "T1": (_points, "at the longest length tested, the coupled law's accuracy is {v} points from the local law's",
            "the claim allows down to -{tp:.0f} points"),
-    "T2": (lambda x: f"{x:.3g}", "the loss grows at most like C (Lbar/L)^2 with C = {v} (1/4: it did not grow)",
+    "T2": (lambda x: f"{x:.3g}", "the loss grows at most like C (Lbar/L)^2 with C = {v} (1/4: the loss did not grow)",
            "the claim needs C <= {t:g}"),
     "L1": (_share, "the largest greedy k recovers a median {v} of the long-context benefit",
            "the claim needs at least {t:.0%}"),
@@ -134,11 +137,11 @@ def answer(head, groups: pd.DataFrame, units: str) -> str:
 
 def untested(groups: pd.DataFrame) -> str:
     """What kept every deciding group from being tested, group by group ("" when one was tested)."""
-    deciding = groups[~groups["control"].astype(bool)]
-    if deciding.empty or deciding["tested"].astype(bool).any():
+    candidates = groups[~groups["control"].astype(bool)]
+    if candidates.empty or candidates["tested"].astype(bool).any():
         return ""
     reasons = dict.fromkeys(f"{r.group}: {r.reason}" if r.group not in ("-", "") else str(r.reason)
-                            for r in deciding.itertuples())
+                            for r in candidates.itertuples())
     return "; ".join(reasons)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from sparselen.verdicts import FIT, Settings
@@ -68,7 +69,7 @@ def parity_cells(data: dict, s: Settings, group: str):
     K = int(str(group).partition("=")[2] or 0)
     acc = accuracies(data["evals"], s).reset_index()
     cells = acc[(acc["K_train"] == K) & (acc["k_test"] <= K) & acc["fit"]]
-    lengths = [c for c in acc.columns if isinstance(c, (int, float)) and not isinstance(c, bool)]
+    lengths = [c for c in acc.columns if isinstance(c, (int, np.integer))]  # the per-length columns
     if cells.empty or not lengths:
         return None
     longest = max(lengths)
@@ -112,4 +113,4 @@ def headline(claim: str, data: dict | None, s: Settings, group: str) -> str | No
     """The claim's absolute numbers on its deciding group, or None where it has no such line
     (or its tables lack what the line needs)."""
     line = HEADLINES.get(claim)
-    return line(data, s, group) if line and data is not None else None
+    return line(data, s, group) if line and "evals" in (data or {}) else None  # each line reads the per-run evals
