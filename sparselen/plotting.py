@@ -3,8 +3,9 @@ report: at PNG_DPI a figure at most FIGURE_WIDTH wide is shown at its own size i
 text column, so its text keeps the size it is set in (``readable_text`` checks it).
 
 Two drawers serve the slices: ``plot_panels`` (a row of panels, accuracy against a size, one
-line per category, each with its own marker and a small sideways offset so that lines on top
-of each other stay visible) and ``plot_heatmaps`` (one grid per panel, a value per cell,
+line per category, each with its own marker, a width of its own and a sideways offset of at
+most ``MAX_DODGE``, so that lines on top of each other stay visible and every point stays at
+its own length) and ``plot_heatmaps`` (one grid per panel, a value per cell,
 written in the cell; e.g. parity: k_test x length per K_train).
 """
 
@@ -27,6 +28,23 @@ PNG_DPI = 150  # resolution of the PNG figures
 FIGURE_WIDTH = 7.3  # inches: at PNG_DPI, the report's text column (sparselen.report.render.REPORT_WIDTH_PX)
 MIN_TEXT_POINTS = 7.0  # no text of a figure is set smaller (at PNG_DPI and FIGURE_WIDTH: 14.6 px)
 MARKERS = "osD^v<>ph*"
+NOTE_COLOR = "#ff4500"  # a flagged heatmap row: its label and its trained cells' outline, inside the red box
+NOTE_INSET = 0.12  # cells: the outline sits inside the trained box's edge, not on it
+MAX_DODGE = 0.01  # the outermost curve moves at most this far sideways (decades of a log axis: 2.3%)
+
+
+def dodge_step(xs, n_curves: int, dodge: float, logx: bool) -> float:
+    """The sideways step between neighbouring curves: ``dodge``, narrowed so that the outermost
+    curve moves at most MAX_DODGE and at most a quarter of the way to the nearest other x value,
+    so that no point reads as another length or crosses a mark drawn at its own."""
+    half = (n_curves - 1) / 2
+    if half <= 0:
+        return 0.0
+    values = np.unique(np.log10(np.asarray(xs, float)) if logx else np.asarray(xs, float))
+    span = np.ptp(values) if len(values) > 1 else 1.0
+    gap = np.diff(values).min() if len(values) > 1 else span
+    widest = min(MAX_DODGE, gap / 4) if logx else min(MAX_DODGE, gap / 4 / max(span, 1))
+    return min(dodge, widest / half)
 
 
 def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length", *,
@@ -42,9 +60,9 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
     each curve to its own style (e.g. ``{"color": "tab:green", "ls": "--", "marker": "s"}``) for
     categories, listed in the order ``styles`` gives. Each curve has its own marker, is moved
     sideways by ``dodge`` (a fraction of a decade on a log axis, of the x range otherwise) times
-    its rank from the middle, and is drawn wider than the curves after it, so equal values do
-    not hide one another. ``vlines`` maps a panel
-    value to an x position to mark (e.g. the longest training size), ``spans`` to an x range to
+    its rank from the middle, narrowed by ``dodge_step`` so that no point moves towards another
+    length, and is drawn wider than the curves after it, so equal values do not hide one another.
+    ``vlines`` maps a panel value to an x position to mark (e.g. the longest training size), ``spans`` to an x range to
     shade (the training range); ``xlabels`` a panel value to its own x-axis label. The legend
     lists the curves drawn, once.
     """
@@ -60,13 +78,14 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
     for i, (ax, p) in enumerate(zip(axes.flat, panels)):
         sub = summary[summary[panel] == p]
         span = np.ptp(np.log10(sub[x])) if logx else np.ptp(sub[x])
+        step = dodge_step(sub[x], len(curves), dodge, logx)
         for rank, (color, c) in enumerate(zip(colors, curves)):
             line = sub[sub[curve] == c].sort_values(x)
             if line.empty:
                 continue
             style = {"color": color, "ls": "-", "marker": MARKERS[rank % len(MARKERS)],
                      **((styles or {}).get(c, {}))}
-            shift = dodge * (rank - (len(curves) - 1) / 2)
+            shift = step * (rank - (len(curves) - 1) / 2)
             xs = line[x] * 10 ** shift if logx else line[x] + shift * max(span, 1)
             under = len(curves) - 1 - rank  # curves drawn later lie on top: the earlier ones are wider
             handle, = ax.plot(xs, line["mean"], ms=min(3.5 + 0.4 * under, 6), lw=min(1.1 + 0.35 * under, 3),
@@ -109,11 +128,14 @@ def plot_heatmaps(summary: pd.DataFrame, panel: str, row: str, col: str, value: 
                   panel_label: str = "{}", row_label: str = "", col_label: str = "", title: str = "",
                   vmin: float = 0.5, vmax: float = 1.0, fmt=lambda v: f"{100 * v:.0f}",
                   boxes: dict | None = None, marked_rows: dict | None = None, marked_label: str = "",
-                  box_label: str = "", colorbar_label: str = "", ncols: int = 2):
+                  box_label: str = "", colorbar_label: str = "", noted_rows: dict | None = None,
+                  noted_label: str = "", ncols: int = 2):
     """One grid per panel value (rows ``row``, columns ``col``, colour and text = ``value``),
     ``ncols`` panels to a row. ``boxes`` maps a panel to the (rows, cols) it outlines (e.g. what
     the model was trained on); ``marked_rows`` to rows to hatch (e.g. sparsities never trained
-    on). A cell without a value is left grey."""
+    on); ``noted_rows`` to {row: note} for rows to flag (e.g. sparsities not every seed fitted):
+    the note joins the row's label, in red, and the row's boxed cells are outlined in dashes. A
+    cell without a value is left grey."""
     panels = sorted(summary[panel].unique(), key=_sort_key)
     rows = sorted(summary[row].unique(), key=_sort_key)
     cols = sorted(summary[col].unique(), key=_sort_key)
@@ -145,12 +167,23 @@ def plot_heatmaps(summary: pd.DataFrame, panel: str, row: str, col: str, value: 
             if ri and ci:
                 ax.add_patch(plt.Rectangle((min(ci) - 0.5, min(ri) - 0.5), max(ci) - min(ci) + 1,
                                            max(ri) - min(ri) + 1, fill=False, lw=2.2, edgecolor="#d62728"))
+        notes = (noted_rows or {}).get(p, {})
+        for r in notes:
+            if r in rows and boxes and p in boxes:
+                ci = [cols.index(c) for c in cols if c in boxes[p][1]]
+                if ci:
+                    ax.add_patch(plt.Rectangle((min(ci) - 0.5 + NOTE_INSET, rows.index(r) - 0.5 + NOTE_INSET),
+                                               max(ci) - min(ci) + 1 - 2 * NOTE_INSET, 1 - 2 * NOTE_INSET,
+                                               fill=False, lw=1.6, ls="--", edgecolor=NOTE_COLOR))
         ax.set_xticks(range(len(cols)), [str(c) for c in cols], fontsize=MIN_TEXT_POINTS)
-        ax.set_yticks(range(len(rows)), [str(r) for r in rows], fontsize=MIN_TEXT_POINTS)
+        ax.set_yticks(range(len(rows)), [f"{r} ({notes[r]})" if r in notes else str(r) for r in rows],
+                      fontsize=MIN_TEXT_POINTS)
         for label, r in zip(ax.get_yticklabels(), rows):
             if r in (marked_rows or {}).get(p, []):
                 label.set_color("0.45")
                 label.set_fontstyle("italic")
+            if r in notes:
+                label.set_color(NOTE_COLOR)
         ax.set_title(panel_label.format(p), fontsize=9)
         ax.set_xlabel(col_label, fontsize=8)
         if i % ncols == 0:
@@ -163,16 +196,21 @@ def plot_heatmaps(summary: pd.DataFrame, panel: str, row: str, col: str, value: 
     if marked_rows and any(marked_rows.values()):
         handles.append(plt.Rectangle((0, 0), 1, 1, fill=False, hatch="////", edgecolor="0.5", lw=0,
                                      label=marked_label))
+    if noted_rows and any(noted_rows.values()):
+        handles.append(plt.Rectangle((0, 0), 1, 1, fill=False, lw=1.6, ls="--", edgecolor=NOTE_COLOR,
+                                     label=noted_label))
     if title:
         fig.suptitle(title, fontsize=9)
-    fig.tight_layout(rect=(0, (0.3 if handles else 0) / fig.get_figheight(), 0.9, 1))
+    per_row = min(2, len(handles)) or 1  # three labels in a row are wider than the figure
+    legend_rows = math.ceil(len(handles) / per_row) if handles else 0
+    fig.tight_layout(rect=(0, (0.1 + 0.2 * legend_rows if handles else 0) / fig.get_figheight(), 0.9, 1))
     if image is not None:
         bar = fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.03, pad=0.02)
         bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: fmt(v)))  # the cells' unit
         bar.set_label(colorbar_label, fontsize=8)
         bar.ax.tick_params(labelsize=MIN_TEXT_POINTS)
     if handles:
-        fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=8)
+        fig.legend(handles=handles, loc="lower center", ncol=per_row, frameon=False, fontsize=8)
     return fig
 
 

@@ -1,7 +1,9 @@
 """What a run prints on the terminal: a line that says how many jobs and trainings it runs and
 where their logs are, one line per finished training (and per other job of a minute or more)
-with its time, a one-line note per failed job naming its log, and at the end the verdicts of
-the paper's claims in one table, the wall time and the report's path.
+with its time, the run's elapsed time and a rough time left (from the finished jobs of each
+rule), a one-line note per failed job
+naming its log, and at the end the verdicts of the paper's claims (each with its statement and
+its reason in brief), the wall time and the report's path.
 
 Snakemake's ``--quiet rules`` (the workflow's default profile, ``profiles/default``) hides its
 job blocks; the scheduler's own lines ("Select jobs to execute...", progress counts, the job
@@ -16,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -45,8 +48,10 @@ class Terminal(logging.Filter):
         super().__init__()
         self.workflow, self.clock = workflow, clock
         self.started = clock()
-        self.jobs: dict[int, tuple[str, bool, float]] = {}  # jobid -> (what, is a training, start)
+        self.jobs: dict[int, tuple[str, bool, float, str]] = {}  # jobid -> (what, is a training, start, rule)
         self.done = self.total = 0
+        self.planned: dict[str, int] = {}  # rule -> jobs of it this run
+        self.took: dict[str, list[float]] = {}  # rule -> the finished jobs' times
         self.summarized = False
 
     def active(self) -> bool:
@@ -71,6 +76,7 @@ class Terminal(logging.Filter):
         if event == LogEvent.RUN_INFO:
             stats = getattr(record, "stats", {}) or {}
             self.total = int(stats.get("total", 0))
+            self.planned = {rule: int(n) for rule, n in stats.items() if rule != "total"}
             trainings = sum(n for rule, n in stats.items() if rule != "total" and self.training_rule(rule))
             _out(f"sparselen: {self.total} jobs to run, {trainings} of them trainings; a line for each finished "
                  f"training and each job of {LONG_JOB_S:.0f} s or more. Each job's log is under logs/.")
@@ -78,15 +84,15 @@ class Terminal(logging.Filter):
         if event == LogEvent.JOB_INFO:
             wildcards = ", ".join(f"{k}={v}" for k, v in (getattr(record, "wildcards", None) or {}).items())
             rule = record.rule_name
-            self.jobs[record.jobid] = (f"{rule} {wildcards}".strip(), self.training_rule(rule), self.clock())
+            self.jobs[record.jobid] = (f"{rule} {wildcards}".strip(), self.training_rule(rule), self.clock(), rule)
             return True  # Snakemake's quiet settings drop it
         if event == LogEvent.JOB_FINISHED:
             self.done += 1
-            what, training, start = self.jobs.pop(record.job_id, (message, False, self.clock()))
+            what, training, start, rule = self.jobs.pop(record.job_id, (message, False, self.clock(), ""))
             took = self.clock() - start
+            self.took.setdefault(rule, []).append(took)
             if training or took >= LONG_JOB_S:
-                _out(f"[{self.done:>{len(str(self.total))}}/{self.total}] {'trained' if training else 'finished'} "
-                     f"{what} in {hms(took)}")
+                _out(f"[{self.progress()}] {'trained' if training else 'finished'} {what} in {hms(took)}")
             return False
         if event == LogEvent.JOB_ERROR:
             logs = [str(f) for f in (getattr(record, "log", None) or [])]
@@ -103,6 +109,27 @@ class Terminal(logging.Filter):
             return False
         return not (self.summarized and message.startswith(AFTER_SUMMARY))
 
+    def progress(self) -> str:
+        """"12/193, 0:05:10 elapsed, about 1:10:00 left" (no time left before a job has finished)."""
+        elapsed = self.clock() - self.started
+        count = f"{self.done:>{len(str(self.total))}}/{self.total}, {hms(elapsed)} elapsed"
+        left = self.time_left(elapsed)
+        return count if left is None else f"{count}, about {hms(left)} left"
+
+    def time_left(self, elapsed: float) -> float | None:
+        """The jobs still to run, each at the mean time of the finished jobs of its rule (of all
+        finished jobs for a rule none of which has finished), at the run's pace so far: its
+        elapsed time per second of finished jobs (jobs run side by side). Rough: a job running
+        now counts whole."""
+        done = [t for times in self.took.values() for t in times]
+        if not done or self.done >= self.total or sum(done) <= 0:
+            return None
+        overall = sum(done) / len(done)
+        work = sum((n - len(self.took.get(rule, []))) * (sum(self.took[rule]) / len(self.took[rule])
+                                                         if self.took.get(rule) else overall)
+                   for rule, n in self.planned.items() if n > len(self.took.get(rule, [])))
+        return work * elapsed / sum(done)
+
     def summary(self, workdir=".") -> list[str]:
         """The run's last lines: the verdicts (when this run wrote the claims table), the wall
         time and the report's path."""
@@ -112,7 +139,7 @@ class Terminal(logging.Filter):
         claims = workdir / CLAIMS_CSV
         wall = self.clock() - self.started
         if claims.exists() and time.time() - claims.stat().st_mtime <= wall + 1:
-            lines += verdict_table(pd.read_csv(claims))
+            lines += verdict_table(pd.read_csv(claims), REPORT_HTML)
         lines.append(f"Wall time {hms(wall)}.")
         report = workdir / REPORT_HTML
         if report.exists():
@@ -120,16 +147,34 @@ class Terminal(logging.Filter):
         return lines
 
 
-def verdict_table(claims: pd.DataFrame) -> list[str]:
-    """One line per claim: its id, its state and what decided it, in plain words; then the
-    counts, saying which claims this config cannot decide by its design."""
+WIDTH = 120  # no line of the verdict table is wider
+INDENT = " " * 6
+
+
+def verdict_lines(head) -> list[str]:
+    """A claim's lines: its id, state, what it rests on and its statement (wrapped), then the
+    reason in brief (``answer.brief``; a claims table without one: its answer, clipped)."""
+    from sparselen.report.answer import clip
+
+    tag = f" [{head.tag}]" if isinstance(getattr(head, "tag", None), str) else ""
+    first = f"  {head.claim:<3} {head.state}{tag}: {head.statement}"
+    brief = getattr(head, "brief", None)
+    reason = brief if isinstance(brief, str) else clip(head.answer)
+    return [*textwrap.wrap(first, WIDTH, subsequent_indent=INDENT), INDENT + reason]
+
+
+def verdict_table(claims: pd.DataFrame, report: Path = REPORT_HTML) -> list[str]:
+    """Per claim its state, what it rests on, its statement and the reason in brief; then the
+    counts, saying which claims this config cannot decide by its design, and where the full
+    reasons are."""
     from sparselen.report.answer import counts_line
 
     heads = claims[claims["group"] == "all"]
-    width = max(len(s) for s in heads["state"])
-    lines = ["", "The paper's claims on this run (details: the report):"]
-    lines += [f"  {h.claim:<3} {h.state:<{width}}  {h.answer}" for h in heads.itertuples()]
-    return lines + [counts_line(heads), ""]
+    lines = ["", "The paper's claims on this run:"]
+    for h in heads.itertuples():
+        lines += verdict_lines(h)
+    return lines + [*textwrap.wrap(counts_line(heads), WIDTH),
+                    f"Each claim's evidence, criterion and groups: {report} (\"How each claim was decided\").", ""]
 
 
 _TERMINAL: Terminal | None = None

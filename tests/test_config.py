@@ -137,3 +137,14 @@ def test_snakemake_rejects_bad_config_before_any_job(tmp_path):
     text = out.stdout + out.stderr
     assert "parity.train.batch_size = 0" in text and str(path) in text
     assert not (tmp_path / "results").exists()
+
+
+def test_the_usage_overlay_example_changes_only_its_nested_key_and_the_seeds(tmp_path):
+    usage = (ROOT / "docs/usage.md").read_text()
+    example = usage.split("**An overlay for a nested key**")[1].split("```yaml\n")[1].split("```")[0]
+    (tmp_path / "my-overlay.yaml").write_text(example)
+    base, changed = load([ROOT / "config.yaml"]), load([ROOT / "config.yaml", tmp_path / "my-overlay.yaml"])
+    assert changed["parity"]["train"]["optimizer"]["lr"] == 1.0e-3 and changed["parity"]["seeds"] == [0, 1, 2, 3]
+    changed["parity"]["train"]["optimizer"]["lr"] = base["parity"]["train"]["optimizer"]["lr"]
+    changed["parity"]["seeds"] = base["parity"]["seeds"]
+    assert changed == base

@@ -2,6 +2,8 @@
 the rendered report (the claims themselves: test_claims.py)."""
 
 import json
+import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -122,9 +124,19 @@ def test_the_report_opens_with_the_answer(tmp_path):
     lines = [line for line in answer.splitlines() if line.startswith("- ")]
     assert [line.split("**")[1] for line in lines] == list(claims.loc[claims["group"] == "all", "claim"])
     p1 = next(line for line in lines if line.startswith("- **P1**"))
-    assert p1.startswith("- **P1** **holds** *Sparser tasks") and "Spearman's rho -1.00 (95% interval" in p1
-    assert "K_train=4, 6 seeds): below 0, the sparser the task" in p1
-    assert "- **C1** **not run** *Position coupling" in answer and "The ppc slice was not run." in answer
+    assert p1.startswith("- **P1** **holds** [paper's task] *Sparser tasks")
+    assert "Spearman's rho -1.00 (95% interval" in p1
+    assert "K_train=4, 6 seeds run): below 0, the sparser the task" in p1
+    assert "**holds** [paper's task] *Sparser" in p1
+    # the first lines: what the run decided and on what, the sources, the criteria's history
+    opening = md.split("## The answer")[0]
+    assert "This run decided P1 [paper's task], P2 [paper's task]" in opening
+    assert "abstract, a reproducibility card" in opening and "appendices" in opening
+    assert "after results had been seen" in opening and "reconstruction.md#history-of-the-criteria" in opening
+    assert "Rendered " in opening and " on host `" in opening and "of wall time" in opening
+    assert "The paper (abstract): \"length generalization occurs" in md
+    assert "## Glossary" in md and "Stands for the paper's sparse parity figure" in md
+    assert "- **C1** **not run** [paper's task] *Position coupling" in answer and "The ppc slice was not run." in answer
     # every group's reason once, in the details
     for reason in claims.loc[claims["group"] != "all", "reason"].dropna().unique():
         assert md.count(reason) == 1, reason
@@ -145,7 +157,10 @@ def test_a_claim_this_config_cannot_decide_says_so_and_which_config_can(tmp_path
                      gaps={"P1": "2 seeds per group (a stable verdict needs 4)"})
     p1 = table[(table["claim"] == "P1") & (table["group"] == "all")].iloc[0]
     assert p1["verdict"] == "inconclusive" and p1["state"] == "not decidable on this config"
-    assert p1["answer"] == "2 seeds per group (a stable verdict needs 4): run configs/paper.yaml"
+    # what was measured stays on the line, after what the design lacks
+    assert p1["answer"].startswith("2 seeds per group (a stable verdict needs 4): run configs/paper.yaml; measured: "
+                                   "accuracy at the longest length against k_test has Spearman's rho -1.00")
+    assert p1["brief"].startswith("2 seeds per group (a stable verdict needs 4); measured: accuracy at the longest")
     md, _ = rendered(tmp_path, table)
     details = md.split("### P1")[1].split("### ")[0]
     assert "Stability" not in details and "This config cannot decide it" in details
@@ -158,3 +173,53 @@ def test_a_claim_this_config_cannot_decide_says_so_and_which_config_can(tmp_path
     details = md.split("### P1")[1].split("### ")[0]
     assert f"Stability: the verdict (holds) changes in {p1['stability']:.0%} of the resamples" in details
     assert "more than 10%, so the claim is inconclusive." in details
+
+
+def test_every_quote_names_the_source_the_reconstruction_gives_it():
+    from sparselen.report import claims as cl
+    from sparselen.report.framing import QUOTE_SOURCES
+
+    doc = (Path(__file__).parents[1] / "docs/reconstruction.md").read_text().replace("\n> ", " ").replace("\n", " ")
+    for c in cl.CLAIMS:
+        section = doc.split(f"### {c.id}:")[1].split("### ")[0]
+        after = section[section.index(c.quote) + len(c.quote):][:60]
+        assert QUOTE_SOURCES[c.id].split()[-1] in after, (c.id, after)
+    quotes = {c.id: c.quote for c in cl.CLAIMS}
+    assert quotes["P2"] != quotes["P1"] and "combined RoPE with PoSE" not in quotes["L2"]
+
+
+def test_the_readme_says_what_the_default_decides_on_what_and_from_which_sources():
+    from sparselen.report.framing import OUR_MODEL, OUR_TASK, PAPER_TASK
+
+    readme = " ".join((Path(__file__).parents[1] / "README.md").read_text().split())
+    assert "every experiment of the paper" not in readme
+    assert all(f"[{tag}]" in readme for tag in (PAPER_TASK, OUR_TASK, OUR_MODEL))
+    assert "appendices" in readme and "abstract, a reproducibility card" in readme and "rebuttals" in readme
+    assert '"History of the criteria"' in readme
+    assert "CPU-minutes of jobs" in readme and "sparselen estimate" in readme
+
+
+def test_decided_claims_give_their_absolute_numbers_and_where_and_the_fitted_runs():
+    from sparselen.report.answer import BRIEF
+    from test_claims import at_16, head, ppc_runs, theory_runs, paper_like
+
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.95)), "theory": theory_runs(paper_like)})
+    c1, t1 = head(t, "C1"), head(t, "T1")
+    assert c1["brief"] == "coupled 95% vs pose 10% exact match at size 16, 4x the longest training size; 6 and 6 " \
+                          "fitted runs"
+    assert c1["answer"].startswith(c1["brief"] + ": coupled position ids score +85 points")
+    assert re.fullmatch(r"accuracy at 8x the training length: coupled 9\d%, local 9\d%, nonlocal 50% \(sfa k=2, "
+                        r"6/6/6 runs fit\)", t1["brief"]), t1["brief"]
+    assert all(len(b) <= BRIEF for b in t.loc[t["group"] == "all", "brief"])
+    parity = check({"parity": parity_runs(sparse_wins, lengths=(20, 50, 200))})
+    assert re.fullmatch(r"K_train=4 at 2l = 200 \(10x the longest trained\), accuracy k=1 9\d%, k=2 8\d%, k=3 7\d%, "
+                        r"k=4 7\d%", head(parity, "P1")["brief"]), head(parity, "P1")["brief"]
+    assert re.fullmatch(r"k_test = K_train = 4: 9\d% on training lengths, 7\d% at 2l = 200, 10x the longest; 6 seeds "
+                        r"fit", head(parity, "P2")["brief"]), head(parity, "P2")["brief"]
+    # the tags follow what ran: copy_repeat is ours, the theory is our model of it
+    assert c1["tag"] == "our task" and t1["tag"] == "our model of the theory"
+    assert head(t, "C2")["tag"] == "paper's task"  # parity_scratchpad decides it
+    from sparselen.report.framing import tag
+
+    nothing_ran = pd.DataFrame({"group": ["-"], "tested": [False], "control": [False]})
+    assert tag("ppc", nothing_ran) == "paper's task"  # C2 with none of its tasks run

@@ -162,7 +162,8 @@ CLAIMS = (
           "exceeds the null control's (greedy over another document's far context), interval low end > 0.",
           language_sparse_dependency, "language_sparsity", lambda section: _design(section, "L1"), unit="doc"),
     Claim("L2", "language", "Tokens with sparse dependency generalize better from short-context training.",
-          "To ensure nontrivial length generalization performance, we combined RoPE with PoSE",
+          "a key factor driving length generalization is a 'sparse' dependency structure of each token on the "
+          "previous ones",
           f"Given L1's two gates, for the PoSE model trained at the short context: its long-context gain normalised "
           f"by the reference's benefit, on sparse tokens (greedy k <= {SPARSE_K} recovers {{sparse_share}}) minus "
           f"dense ones within {BENEFIT_STRATA} strata of that benefit (the sparse label divides by it too), interval "

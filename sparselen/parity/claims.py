@@ -204,8 +204,9 @@ CLAIMS = (
           "< 0.",
           parity_rank, "parity", _rankable),
     Claim("P2", "parity", "A trained sparsity generalizes to samples ten times longer.",
-          "length generalization occurs as long as each predicted token depends on a small (fixed) number of "
-          "previous tokens",
+          "l is sampled uniformly subject to the length of the sample satisfying 2l in [20, 50] ... We then "
+          "evaluate the performance of each of the trained transformers h_K_train on samples drawn from "
+          "D_{l,k_test} of length 2l in [20, 500]",
           f"For every K_train, at k_test = K_train and the longest evaluated length: the retained margin "
           f"(acc - 0.5) / (acc_in - 0.5) per seed, acc_in on the training lengths; the t interval of the seeds' "
           f"values has its low end > {RETAINED}.",

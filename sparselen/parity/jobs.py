@@ -58,7 +58,7 @@ def evaluate(job) -> None:
 
 
 def table(job) -> None:
-    report.table(job.input.evals, job.output.csv, job.output.md)
+    report.table(job.input.evals, job.output.csv, job.output.md, job.params.facts)
 
 
 def figure(job) -> None:

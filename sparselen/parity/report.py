@@ -15,18 +15,38 @@ CAPTIONS = {"parity": "Sparse parity. Each panel is one model size of the task, 
                       "samples with 1 to K_train planted bits and lengths in the training range. A cell is the "
                       "accuracy (%) of predicting the parity of k_test planted bits at sample length 2l, mean over "
                       "the training seeds (chance: 50%). The red box is what the models were trained on; hatched "
-                      "rows are sparsities they never saw (k_test > K_train). Intervals over seeds: "
-                      "parity/table.md."}
+                      "rows are sparsities they never saw (k_test > K_train); a trained sparsity that not every seed "
+                      "fitted (accuracy >= 90% at every training length) has its row label in orange with the count "
+                      "of seeds that fit, and its trained cells outlined in orange dashes: the claims count only "
+                      "those seeds. Intervals over seeds: parity/table.md."}
 
 
-def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
+def table(eval_csvs, out_csv, out_md, facts: dict) -> pd.DataFrame:
+    """Per cell: accuracy over seeds, and ``n_fit``, the seeds whose model fits its (K_train,
+    k_test) on the training lengths (``facts``: the parity claims' facts), as the claims count them."""
+    from sparselen.parity.claims import accuracies
+    from sparselen.verdicts import Settings
+
     df = read_tables(eval_csvs)
-    t = summary_table(df, CELL)
+    fit = accuracies(df, Settings(facts=facts)).groupby(["K_train", "k_test"])["fit"].sum().rename("n_fit")
+    t = summary_table(df, CELL).merge(fit.astype(int).reset_index(), on=["K_train", "k_test"], how="left")
     prov = runs_provenance(df)
     write_table(t, out_csv, out_md, "Sparse parity: accuracy by K_train, k_test and length "
                 "(mean and 95% t-interval over seeds, floored at the evaluation noise of the samples every run "
-                "shares)", prov)
+                "shares; n_fit: the seeds whose model fits the sparsity on the training lengths, the only ones the "
+                "claims count)", prov)
     return t
+
+
+def unfitted(t: pd.DataFrame) -> dict:
+    """Per K_train, {k_test: "n/N fit"} for the trained sparsities not every seed fits."""
+    if "n_fit" not in t:
+        return {}
+    rows = t[(t["k_test"] <= t["K_train"]) & (t["n_fit"] < t["n_seeds"])].drop_duplicates(["K_train", "k_test"])
+    out: dict = {}
+    for r in rows.itertuples():
+        out.setdefault(r.K_train, {})[r.k_test] = f"{int(r.n_fit)}/{int(r.n_seeds)} fit"
+    return out
 
 
 def figure(table_csv, facts: dict, out_png, out_pdf) -> None:
@@ -49,6 +69,7 @@ def figure(table_csv, facts: dict, out_png, out_pdf) -> None:
                         marked_rows={K: [k for k in ks if k > K] for K in Ks},
                         box_label=f"trained: k_test <= K_train, 2l in [{lo}, {hi}]",
                         marked_label="k_test > K_train: never trained on",
+                        noted_rows=unfitted(t), noted_label="not fitted by every seed (seeds that fit)",
                         title=f"Sparse parity: accuracy (%) by sparsity and length, mean over {seeds} seed"
                               f"{'s' * (seeds != 1)}")
     save_figure(fig, out_png, out_pdf, provenance(None, None, table=str(table_csv)))
@@ -59,7 +80,9 @@ def paper_tables(t: pd.DataFrame) -> list[str]:
     lines = []
     for K, g in t.groupby("K_train", sort=True):
         grid = g.pivot_table(index="k_test", columns="length", values="mean", aggfunc="first").sort_index()
-        rows = [[f"{k}" + (" (untrained)" if k > K else ""), *(percent(v) for v in grid.loc[k])] for k in grid.index]
+        notes = unfitted(g).get(K, {})
+        rows = [[f"{k}" + (" (untrained)" if k > K else f" ({notes[k]})" if k in notes else ""),
+                 *(percent(v) for v in grid.loc[k])] for k in grid.index]
         lines += [f"K_train = {K}: accuracy (%) by k_test (rows) and sample length 2l (columns), mean over "
                   f"{seeds(g['n_seeds'].max())}.", "", layout(["k_test", *map(str, grid.columns)], rows), ""]
     return lines

@@ -25,18 +25,30 @@ METRICS = {"exact_match": ("accuracy", None), "position_ids": ("position_accurac
 # metrics over every sample of a cell (intervals floored at their binomial noise); the others
 # are shares of a subset (first lookups within or beyond the trained distances, later ids)
 OVER_ALL_SAMPLES = {"accuracy", "position_accuracy", "first_id_accuracy"}
-# the curves of the figure besides exact match: ppc's ids, dashed, and its first id, dash-dot
+# ppc's id diagnostics: rows of the report's table below the figure (the figure shows exact match)
 FIGURE_METRICS = {"position_ids": (" (position ids)", "--"), "first_id": (" (first id)", "-.")}
-CAPTIONS = {"ppc": "Position coupling and Predictive Position Coupling. Exact match of the whole generated answer "
-                   "against the input size, one panel per task, one line per run: nope (no positions), rope, pose, "
-                   "coupled (the task's coupled ids, given at test time) and ppc (the model predicts each answer "
-                   "token's id itself; a wrong id is an error), with variants of a scheme dotted in its colour. "
-                   "ppc (position ids), dashed: the share of ppc's answers whose predicted ids are all right; "
-                   "ppc (first id), dash-dot: that of the first answer id alone. Lines are moved sideways a little "
-                   "so that equal values stay visible; bars: 95% interval over seeds. Models were trained on sizes "
-                   "up to the dashed vertical line; the table gives the share of samples whose first lookup is "
-                   "longer than any training size's, and accuracy within and beyond it."}
 
+
+def caption(name: str, t: pd.DataFrame) -> str:
+    """The figure's caption from the table it was drawn from: the runs and what the table
+    beside it holds."""
+    runs = list(dict.fromkeys(r for s in SCHEME_STYLES for r in sorted(set(t["scheme"]))
+                              if r == s or r.startswith(s + "_")))
+    n = int(t["n_seeds"].max())
+    text = ("Position coupling and Predictive Position Coupling. Exact match of the whole generated answer against "
+            f"the input size, one panel per task, one line per run ({', '.join(runs)}; a variant of a scheme dotted "
+            "in its colour): nope has no positions, coupled is given the task's coupled ids at test time, ppc "
+            "predicts each answer token's id itself (a wrong id is an error). Mean over "
+            f"{n} seed{'s' * (n != 1)}, bars: 95% interval; lines at equal values are told apart by marker and "
+            "width, each moved sideways by at most 2%. Models were trained on sizes up to the dashed vertical line.")
+    if set(t["metric"]) & set(FIGURE_METRICS):
+        text += (" The table below adds ppc's id accuracy (all of an answer's ids right, and its first id) as rows; "
+                 "table.md splits them by the first lookup's distance.")
+    return text
+
+
+CAPTIONS = {"ppc": "Position coupling and Predictive Position Coupling: exact match against the input size, one "
+                   "panel per task, one line per run."}
 
 def run_style(name: str) -> dict:
     """A run's curve style: its scheme's colour; a variant (``<scheme>_<what>``, e.g.
@@ -81,20 +93,15 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
 
 
 def figure(table_csv, train_max_sizes: dict, out_png, out_pdf) -> None:
-    """One panel per task, one curve per run (PPC's position ids dashed, its first id
-    dash-dot); dashed grey line = longest training size."""
+    """One panel per task, one curve per run's exact match; dashed grey line = longest
+    training size. PPC's id diagnostics are the table's (they sat on the lines at 1.0)."""
     from sparselen.plotting import plot_panels, save_figure  # matplotlib only where a figure is drawn
 
     t = pd.read_csv(table_csv)
-    shown = ["exact_match", *FIGURE_METRICS]
-    t = t[t["metric"].isin(shown)].copy()
-    t["curve"] = t["scheme"] + t["metric"].map(lambda m: FIGURE_METRICS.get(m, ("",))[0])
-    styles = {}
+    t = t[t["metric"] == "exact_match"].assign(curve=lambda d: d["scheme"])
     runs = sorted(set(t["scheme"]) - set(SCHEME_STYLES))
     order = [r for s in SCHEME_STYLES for r in [s, *(v for v in runs if v.startswith(s + "_"))]]
-    for run in order + [r for r in runs if r not in order]:  # each variant after its scheme
-        styles |= {run: run_style(run), **{run + label: {**run_style(run), "ls": ls}
-                                           for label, ls in FIGURE_METRICS.values()}}
+    styles = {run: run_style(run) for run in order + [r for r in runs if r not in order]}  # variants after their scheme
     n_seeds = int(t["n_seeds"].max())
     tasks = t["task"].unique()
     fig = plot_panels(t, "task", "curve", x="size", xlabel="input size", ylabel="exact match",

@@ -5,7 +5,10 @@ with its unit and what it means, or why nothing could be measured.
 "Not decidable on this config" is an inconclusive verdict on a config whose design cannot
 decide the claim (its ``design`` check names what is missing, e.g. too few seeds for a stable
 verdict): the line says which shipped config can. The criteria, groups, intervals and
-stability stay in the report's details; this module only words the claims table's rows.
+stability stay in the report's details; this module only words the claims table's rows: the
+report's line (``answer``) and the terminal's, at most ``BRIEF`` characters (``brief``). A claim
+nothing could test names the gates that bind before what the config's design lacks: adding the
+seeds the design asks for does not lift a gate.
 """
 
 from __future__ import annotations
@@ -60,10 +63,10 @@ MEASURES: dict[str, tuple[Callable[[float], str], str, str]] = {
     "P3": (_signed, "the rate at which accuracy falls with length has Spearman's rho {v} against k_test",
            "above 0, denser tasks fall faster"),
     "C1": (_points, "coupled position ids score {v} points of exact match over the best baseline at the largest "
-                    "size", ""),
+                    "size tested", ""),
     "C2": (_points, "Predictive Position Coupling scores {v} points of exact match over the best baseline at the "
-                    "largest size", "it must also come within {tp:.0f} points of oracle coupling"),
-    "T1": (_points, "on the coupled law, accuracy at the longest Lbar is {v} points from the local law's",
+                    "largest size tested", "it must also come within {tp:.0f} points of oracle coupling"),
+    "T1": (_points, "at the longest length tested, the coupled law's accuracy is {v} points from the local law's",
            "the claim allows down to -{tp:.0f} points"),
     "T2": (_signed, "the log loss grows like (Lbar/L)^b with a fitted exponent b = {v}",
            "the claim needs b below {t:g}"),
@@ -92,7 +95,7 @@ def _where(decidable_on: str) -> str:
     return "run " + (" or ".join(paths) if len(paths) < 3 else ", ".join(paths[:-1]) + " or " + paths[-1])
 
 
-def _deciding(groups: pd.DataFrame, verdict: str):
+def deciding(groups: pd.DataFrame, verdict: str):
     """The group whose result the verdict rests on: the first that does not hold when the claim
     does not hold or is inconclusive, else the first tested one."""
     tested = groups[groups["tested"].astype(bool) & ~groups["control"].astype(bool)]
@@ -108,9 +111,14 @@ def answer(head, groups: pd.DataFrame, units: str) -> str:
     if head.state == NOT_RUN:
         return head.reason
     if head.state == NOT_DECIDABLE:
-        return f"{head.design}: {_where(head.decidable_on)}"
+        binding = untested(groups)
+        design = f"{head.design}: {_where(head.decidable_on)}"
+        if binding:
+            return f"nothing could be tested: {binding}; by design, {design}"
+        r = deciding(groups, head.decided)
+        return f"{design}; measured: {measured(head.claim, r, units)}" if r is not None else design
     before = head.decided  # the verdict before the stability check
-    r = _deciding(groups, before)
+    r = deciding(groups, before)
     if r is None:  # no group could be tested: the first group's gate says why
         first = next(groups[~groups["control"].astype(bool)].itertuples(), None)
         if first is None:
@@ -125,6 +133,53 @@ def answer(head, groups: pd.DataFrame, units: str) -> str:
     if before != head.verdict:
         text += f"; but the verdict ({before}) changes in {head.stability:.0%} of resamples of the {head.unit}s"
     return text
+
+
+def untested(groups: pd.DataFrame) -> str:
+    """What kept every deciding group from being tested, group by group ("" when one was tested)."""
+    candidates = groups[~groups["control"].astype(bool)]
+    if candidates.empty or candidates["tested"].astype(bool).any():
+        return ""
+    reasons = dict.fromkeys(f"{r.group}: {r.reason}" if r.group not in ("-", "") else str(r.reason)
+                            for r in candidates.itertuples())
+    return "; ".join(reasons)
+
+
+BRIEF = 100  # characters of a verdict's reason on the terminal (its line adds an indent)
+
+
+def clip(text: str, width: int = BRIEF) -> str:
+    """``text`` cut at its last clause boundary within ``width`` characters, marked with "..."."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    cut = text[:width - 4]
+    for marks in (("; ", " (", ", "), (" ",)):  # a clause boundary in the second half, else any word's
+        if (at := max(cut.rfind(m) for m in marks)) > width // 2:
+            return cut[:at].rstrip(" ,;:") + " ..."
+    return cut + " ..."
+
+
+def brief(head, groups: pd.DataFrame) -> str:
+    """The verdict's reason in at most ``BRIEF`` characters: the measured value with its interval,
+    or what kept the claim from being tested (the binding gate first, then the config's design)."""
+    if head.state == NOT_RUN:
+        return clip(head.reason)
+    if (binding := untested(groups)) and head.state in (NOT_DECIDABLE, INCONCLUSIVE):
+        return clip(f"not tested: {binding}")
+    r = deciding(groups, head.decided)
+    if head.state == NOT_DECIDABLE:
+        return clip(head.design + (f"; measured: {_value(head.claim, r)}" if r is not None else ""))
+    if r is None:
+        return clip(head.reason)
+    return clip(_value(head.claim, r))
+
+
+def _value(claim: str, r) -> str:
+    """A tested group's value in its claim's words, with its interval."""
+    fmt, phrase, _ = MEASURES.get(claim, (lambda x: f"{x:.3g}", "measured {v}", ""))
+    interval = f" (95% interval {fmt(r.ci_low)} to {fmt(r.ci_high)})" if pd.notna(r.ci_low) else ""
+    return phrase.format(v=fmt(r.value), t=_thresholds().get(claim, float("nan"))) + interval
 
 
 def counts_line(heads: pd.DataFrame) -> str:

@@ -17,9 +17,11 @@ import numpy as np
 import pandas as pd
 
 from sparselen.config import SLICES
-from sparselen.report.answer import answer, state
+from sparselen.report.answer import answer, brief, clip, deciding, state
+from sparselen.report.framing import tag
+from sparselen.report.headline import headline
 from sparselen.stats import Resampling
-from sparselen.verdicts import HOLDS, INCONCLUSIVE, NOT_RUN, Result, Settings, combine, stability, units_of
+from sparselen.verdicts import FAILS, HOLDS, INCONCLUSIVE, NOT_RUN, Result, Settings, combine, stability, units_of
 
 
 def slice_claims(name: str):
@@ -60,7 +62,8 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
         if table is None:
             reason = f"the {c.slice} slice was not run"
             rows.append({**base, "group": "all", "verdict": NOT_RUN, "reason": reason, "stability": np.nan,
-                         "resampled": "", "state": NOT_RUN, "answer": reason})
+                         "resampled": "", "state": NOT_RUN, "answer": reason, "brief": reason,
+                         "tag": tag(c.slice, pd.DataFrame(columns=["group", "tested", "control"]))})
             continue
         results = c.test(table, settings)
         d = combine(results)
@@ -78,13 +81,31 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
         row = {**base, "group": "all", "verdict": verdict, "reason": reason, "resolve": resolve,
                "groups_tested": f"{d.tested} of {d.groups}", "stability": st.share, "resampled": st.how,
                "value": head.value if head else np.nan, "ci_low": head.ci_low if head else np.nan,
-               "ci_high": head.ci_high if head else np.nan, "units": f"{n} {c.unit}{'s' * (n != 1)}",
+               "ci_high": head.ci_high if head else np.nan, "units": _units(n, c.unit),
                "decided": d.verdict, "unit": c.unit, "state": state(verdict, base["design"])}
         groups = pd.DataFrame([r.__dict__ for r in results], columns=[f.name for f in fields(Result)])
         row["answer"] = answer(SimpleNamespace(**row), groups, row["units"])
+        row["brief"] = brief(SimpleNamespace(**row), groups)
+        if numbers := _headline(c.id, table, settings, groups, row):
+            row["answer"], row["brief"] = f"{numbers}: {row['answer']}", clip(numbers)
+        row["tag"] = tag(c.slice, groups)
         rows.append(row)
         rows.extend({**base, **r.__dict__} for r in results)
     return pd.DataFrame(rows)
+
+
+def _headline(claim: str, table: dict, settings: Settings, groups: pd.DataFrame, row: dict) -> str | None:
+    """The absolute numbers of a claim decided on a tested group (``sparselen.report.headline``)."""
+    r = deciding(groups, row["decided"])
+    if r is None or not r.tested or row["state"] not in (HOLDS, FAILS, INCONCLUSIVE):
+        return None
+    return headline(claim, table, settings, r.group)
+
+
+def _units(n: int, unit: str) -> str:
+    """"8 seeds run": the seeds trained, of which the fitted ones count (each group's reason
+    says how many); documents are all analysed."""
+    return f"{n} {unit}{'s' * (n != 1)}" + (" run" if unit == "seed" else "")
 
 
 def design_gaps(sections: dict, claims=CLAIMS) -> dict:

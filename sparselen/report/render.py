@@ -15,6 +15,8 @@ import html
 import importlib
 import os
 import re
+import socket
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -26,7 +28,8 @@ from sparselen.layout import grid, hms
 from sparselen.provenance import provenance
 from sparselen.report.answer import COLORS, NOT_DECIDABLE, NOT_RUN, STATES, counts_line
 from sparselen.report.claims import fmt_value
-from sparselen.verdicts import HOLDS, UNSTABLE
+from sparselen.report.framing import CRITERIA, SOURCES, TAGS, glossary_section, quote_line
+from sparselen.verdicts import FAILS, HOLDS, UNSTABLE
 
 REPORT_WIDTH_PX = 1100  # the report's text column (CSS px): a wider figure is shown scaled down to it
 TITLE = "Reproduction report: The Role of Sparsity for Length Generalization in Transformers"
@@ -36,6 +39,15 @@ SECTIONS = {  # slice -> heading
     "language": "Natural language",
     "theory": "Theory, made runnable",
 }
+# What each section stands for in the paper (its figures' numbers and values were not available to us).
+PAPER_FIGURES = {
+    "parity": "the paper's sparse parity figure: accuracy against length, one curve per k_test, for each K_train",
+    "ppc": "the paper's position coupling and PPC results: exact match against input size, per position scheme",
+    "language": "the paper's natural-language results: how much of the long-context benefit a few far tokens "
+                "recover, and the gain of short-context training at long context",
+    "theory": "no figure of the paper: the theorem's bound, measured on our runnable model of it",
+}
+NOT_COMPARED = "The paper's own numbers were not available, so this section is not compared with them."
 # Each slice's module with its figures' captions (CAPTIONS) and its results in the paper's
 # layout (paper_tables: its table.csv -> Markdown lines).
 PRESENTATION = {"parity": "sparselen.parity.report", "ppc": "sparselen.ppc.report",
@@ -80,8 +92,29 @@ def answer_section(claims: pd.DataFrame) -> list[str]:
     """One line per claim: its state (coloured in the HTML), the claim and what decided it."""
     heads = claims[claims["group"] == "all"]
     lines = ["## The answer", ""]
-    lines += [f"- **{h.claim}** **{h.state}** *{h.statement}* {_sentence(h.answer)}" for h in heads.itertuples()]
-    return lines + ["", counts_line(heads), "", READING, ""]
+    lines += [f"- **{h.claim}** **{h.state}** {_tag(h)}*{h.statement}* {_sentence(h.answer)}"
+              for h in heads.itertuples()]
+    return lines + ["", counts_line(heads), "", TAGS, "", READING, ""]
+
+
+def _tag(head) -> str:
+    tag = getattr(head, "tag", None)
+    return f"[{tag}] " if isinstance(tag, str) and tag else ""
+
+
+def scope_lines(claims: pd.DataFrame) -> list[str]:
+    """What this run decided and on what, what it could not decide, then the sources the
+    reconstruction rests on and how far its criteria came after results."""
+    heads = claims[claims["group"] == "all"]
+    decided = heads[heads["state"].isin([HOLDS, FAILS])]
+    undecidable = heads[heads["state"] == NOT_DECIDABLE]
+    said = (", ".join(f"{h.claim} {_tag(h).strip()}" for h in decided.itertuples()) if len(decided)
+            else "none of the claims")
+    lines = [f"This run decided {said}."]
+    if len(undecidable):
+        lines.append(f"By its design it cannot decide {', '.join(undecidable['claim'])}: each line below names the "
+                     "shipped config that can.")
+    return [" ".join(lines), "", SOURCES, "", CRITERIA, ""]
 
 
 def _sentence(text: str) -> str:
@@ -103,7 +136,7 @@ def details_section(claims: pd.DataFrame) -> list[str]:
         lines += [f"### {h.claim}: {h.statement}", "",
                   f"**{h.state}**; the evidence: [{h.figure}.png](../figures/{h.figure}.png)", "",
                   "<details><summary>The paper's words, the criterion, each group</summary>", "",
-                  f"The paper: \"{h.quote}\"", "", f"Criterion: {h.criterion}", ""]
+                  quote_line(h.claim, h.quote), "", f"Criterion: {h.criterion}", ""]
         if h.state == NOT_RUN or groups.empty:
             lines += [f"{_sentence(h.reason)}", "", "</details>", ""]
             continue
@@ -133,15 +166,25 @@ def _group_rows(groups: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- the experiments
 
 
+def figure_caption(module, stem: str, main_csv) -> str:
+    """A figure's caption written from what ran (the slice's ``caption(stem, table)`` on its main
+    table, where it has one), else its fixed caption."""
+    if hasattr(module, "caption") and main_csv is not None:
+        return module.caption(stem, pd.read_csv(main_csv))
+    return module.CAPTIONS.get(stem, stem)
+
+
 def slice_section(name: str, figures: list[str], tables: list[str], claims: pd.DataFrame, out_dir: Path) -> list[str]:
     lines = [f"## {SECTIONS.get(name, name)}", ""]
     if not figures and not tables:
         return lines + ["**not run**: this slice is not part of the workflow or its tables are missing.", ""]
     module = presentation(name)
+    if name in PAPER_FIGURES:
+        lines += [f"Stands for {PAPER_FIGURES[name]}. {NOT_COMPARED}", ""]
+    main = next((t for t in tables if Path(t).name == "table.csv"), None)
     for fig in figures:
         lines += [f"![{Path(fig).stem}]({os.path.relpath(fig, out_dir)})", "",
-                  f"*{module.CAPTIONS.get(Path(fig).stem, Path(fig).stem)}*", ""]
-    main = next((t for t in tables if Path(t).name == "table.csv"), None)
+                  f"*{figure_caption(module, Path(fig).stem, main)}*", ""]
     if main is not None:
         lines += module.paper_tables(pd.read_csv(main)) + [""]
     mine = claims[(claims["slice"] == name) & (claims["group"] == "all")]
@@ -261,18 +304,38 @@ def provenance_section(run_files) -> list[str]:
 # ----------------------------------------------------------------------------- the document
 
 
+def run_span(benchmarks: Path, now: float | None = None) -> float | None:
+    """Seconds from the start of the earliest job whose benchmark file is under ``benchmarks``
+    (its file's time less its own wall time) to ``now``; None without benchmark files."""
+    starts = []
+    for path in Path(benchmarks).rglob("*.tsv"):
+        wall = pd.to_numeric(pd.read_csv(path, sep="\t").get("s"), errors="coerce")
+        starts.append(path.stat().st_mtime - float(np.nansum(wall)) if wall is not None else path.stat().st_mtime)
+    now = time.time() if now is None else now
+    return now - min(starts) if starts else None
+
+
+def run_line(benchmarks: Path) -> str:
+    """When and where the report was rendered, and the wall time of the jobs behind it."""
+    span = run_span(benchmarks)
+    wall = (f"its jobs ran over {hms(span)} of wall time (from the first job's start to this report; a run "
+            "resumed later counts the pause)") if span is not None else "no job's wall time was recorded"
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return f"Rendered {when} on host `{socket.gethostname()}`; {wall}."
+
+
 def build(claims_csv, hyperparam_csvs, rules_csv, figures_csv, figures, tables, run_files, out_md) -> str:
     out_dir = Path(out_md).parent
     claims = pd.read_csv(claims_csv)
     lines = [f"# {TITLE}", "",
-             "Golowich, Jelassi, Brandfonbrener, Kakade, Malach, ICML 2025 (arXiv 2502.16792). No code was released: "
-             "the experiments are a reconstruction (`docs/reconstruction.md`). Every number below was computed by "
-             "this run.", ""]
+             "Golowich, Jelassi, Brandfonbrener, Kakade, Malach, ICML 2025 (arXiv 2502.16792). Every number below "
+             "was computed by this run.", "", run_line(out_dir.parent / "benchmarks"), "", *scope_lines(claims)]
     lines += answer_section(claims)
     for name in SECTIONS:
         lines += slice_section(name, [f for f in figures if slice_of(f) == name],
                                [t for t in tables if slice_of(t) == name], claims, out_dir)
     lines += details_section(claims)
+    lines += glossary_section()
     lines += hyperparams_section(hyperparam_csvs, out_dir)
     lines += ledger_section(pd.read_csv(figures_csv), rules_csv, out_dir)
     lines += provenance_section(run_files)

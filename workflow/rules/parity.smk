@@ -87,6 +87,7 @@ rule parity_table:
         ENV
     params:
         code=TABLE_CODE,
+        facts=sparselen.report.claims.slice_claims("parity").facts(PARITY),
     script:
         JOB
 
