@@ -203,12 +203,13 @@ def test_decided_claims_give_their_absolute_numbers_and_where_and_the_fitted_run
     from sparselen.report.answer import BRIEF
     from test_claims import at_16, head, ppc_runs, theory_runs, paper_like
 
-    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.95)), "theory": theory_runs(paper_like)})
+    t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.95)),
+               "theory": theory_runs(paper_like, models=("gpt",))})
     c1, t1 = head(t, "C1"), head(t, "T1")
     assert c1["brief"] == "coupled 95% vs pose 10% exact match at size 16, 4x the longest training size; 6 and 6 " \
                           "fitted runs"
     assert c1["answer"].startswith(c1["brief"] + ": coupled position ids score +85 points")
-    assert re.fullmatch(r"accuracy at 8x the training length: coupled 9\d%, local 9\d%, nonlocal 50% \(sfa k=2, "
+    assert re.fullmatch(r"accuracy at 8x the training length: coupled 9\d%, local 9\d%, nonlocal 50% \(gpt k=2, "
                         r"6/6/6 runs fit\)", t1["brief"]), t1["brief"]
     assert all(len(b) <= BRIEF for b in t.loc[t["group"] == "all", "brief"])
     parity = check({"parity": parity_runs(sparse_wins, lengths=(20, 50, 200))})

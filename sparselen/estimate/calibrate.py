@@ -143,10 +143,11 @@ def job_costs(device: str, threads: int, quick: bool) -> tuple[float, float, flo
                               output={"model": t / "m", "log_csv": t / "l.csv", "summary": t / "s.json"})
         child_cpu("parity_evaluate", input={"model": t / "m", "eval_set": t / "e0"}, output={"eval": t / "ev.csv"},
                   params={"batch_tokens": 10}, wildcards={"K_train": 1, "seed": 0}, config=runtime)
-        table = child_cpu("parity_table", input={"evals": [t / "ev.csv"]}, output={"csv": t / "t.csv", "md": t / "t.md"})
+        facts = {"params": {"facts": {"train_lengths": params["train"]["lengths"]}}}  # the parity claims' facts
+        table = child_cpu("parity_table", input={"evals": [t / "ev.csv"]}, output={"csv": t / "t.csv", "md": t / "t.md"},
+                          **facts)
         figure = table if quick else child_cpu("parity_figure", input={"table": t / "t.csv"},
-                                               output={"png": t / "f.png", "pdf": t / "f.pdf"},
-                                               params={"train_max_length": 6})
+                                               output={"png": t / "f.png", "pdf": t / "f.pdf"}, **facts)
     return job_s, model_job, (table + figure) / 2
 
 
