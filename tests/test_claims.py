@@ -6,7 +6,6 @@ simulation; the configurations that can decide each claim."""
 import importlib.util
 import itertools
 import re
-import zlib
 from dataclasses import replace
 from fractions import Fraction
 
@@ -15,6 +14,8 @@ import pandas as pd
 import pytest
 
 from conftest import ROOT
+from sparselen.calibration.tables import (SEEDS, language_tables, parity_runs, ppc_runs, shared_denominator_tables,
+                                         theory_runs)
 from sparselen.config import load
 from sparselen.report import claims as cl
 from sparselen.report import render
@@ -36,7 +37,6 @@ PPC_TASKS = {
                             "origin": "paper", "id_skips": 0},
     "pointer_copy": {"ids_depend_on_input": True, "control": "", "origin": "ours", "id_skips": 0},
 }
-SEEDS = tuple(range(6))
 FACTS = {"parity": {"train_lengths": (20, 20)},
          "ppc": {"train_sizes": {t: [2, 4] for t in PPC_TASKS}, "tasks": PPC_TASKS},
          "language": {"sparse_share": 0.9}, "theory": {"floor": 1e-6}}
@@ -61,31 +61,7 @@ def group(table, claim, name):
     return table[(table["claim"] == claim) & (table["group"] == name)].iloc[0]
 
 
-def jitter(sd, *key) -> float:
-    """A run's own deviation, fixed by its key (seed, cell): runs differ by seed."""
-    return float(np.random.default_rng([zlib.crc32(str(key).encode())]).normal(0, sd)) if sd else 0.0
-
-
-def counts(a: float, n: int) -> tuple[int, float]:
-    c = round(min(1.0, max(0.0, a)) * n)
-    return c, c / n
-
-
 # ----------------------------------------------------------------------------- sparse parity
-
-
-def parity_runs(acc, seeds=SEEDS, n=400, lengths=(20, 50, 100), K_train=(4,), sd=0.01):
-    """Per-run eval rows; ``acc(K, k, length, seed)`` is a cell's accuracy before the run's
-    jitter (training length 20)."""
-    rows = []
-    for K in K_train:
-        for seed in seeds:
-            for length in lengths:
-                for k in (1, 2, 3, 4, 6):
-                    c, a = counts(acc(K, k, length, seed) + jitter(sd, seed, K, k, length), n)
-                    rows.append({"K_train": K, "seed": seed, "scheme": "pose", "k_test": k, "length": length,
-                                 "n": n, "correct": c, "accuracy": a})
-    return pd.DataFrame(rows)
 
 
 def sparse_wins(K, k, length, seed):
@@ -337,35 +313,6 @@ def test_welch_interval():
 # ----------------------------------------------------------------------------- PPC
 
 
-def ppc_runs(acc, tasks=("parity_scratchpad", "copy_repeat"), schemes=("nope", "pose", "coupled", "ppc"),
-             seeds=SEEDS, sd=0.01, validation=None):
-    """``acc(task, scheme, size)``: training sizes 2 and 4, test size 16, per run jittered; a
-    validation row at size 16 per run, ``validation(task, scheme)`` (by default as at 16, jittered
-    apart); ppc and coupled runs carry id diagnostics at 16 (half of the first lookups beyond the
-    training sizes', the first id as often right as the whole response)."""
-    rows = []
-    for task in tasks:
-        for scheme in schemes:
-            for seed in seeds:
-                for size in (2, 4, 16):
-                    c, a = counts(acc(task, scheme, size) + (jitter(sd, task, scheme, seed) if size > 4 else 0), 200)
-                    row = {"task": task, "scheme": scheme, "seed": seed, "size": size, "n": 200, "correct": c,
-                           "accuracy": a, "split": "test"}
-                    if size == 16 and scheme in ("coupled", "ppc"):
-                        row |= {"first_lookup_limit": 9, "n_beyond": 100, "accuracy_within": min(1.0, a + 0.05),
-                                "accuracy_beyond": max(0.0, a - 0.05)}
-                    if size == 16 and scheme == "ppc":
-                        row |= {"first_id_accuracy": a, "later_id_accuracy": 1.0, "first_id_accuracy_within": 1.0,
-                                "first_id_accuracy_beyond": max(0.0, 2 * a - 1)}
-                    rows.append(row)
-                v = (validation(task, scheme) if validation
-                     else acc(task, scheme, 16) + jitter(sd, task, scheme, seed, "v"))
-                c, a = counts(v, 200)
-                rows.append({"task": task, "scheme": scheme, "seed": seed, "size": 16, "n": 200, "correct": c,
-                             "accuracy": a, "split": "validation"})
-    return pd.DataFrame(rows)
-
-
 SEEDS_16 = (0, 1, 2, 3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15, 16, 17)
 
 
@@ -525,22 +472,6 @@ def test_what_a_task_is_to_the_claims_follows_from_its_module():
 # ----------------------------------------------------------------------------- theory
 
 
-def theory_runs(acc, loss=lambda dist, ratio: 1e-3 * ratio, ks=(2,), seeds=SEEDS, sd=0.1):
-    """``acc(dist, ratio)`` and ``loss(dist, ratio)`` per run, the loss jittered by a factor
-    exp(N(0, sd)) per run and ratio."""
-    rows = []
-    for k in ks:
-        for dist in ("local", "nonlocal", "coupled"):
-            for seed in seeds:
-                for ratio in (1, 2, 4, 8):
-                    _, a = counts(acc(dist, ratio) + jitter(sd / 10, "acc", k, dist, seed, ratio), 256)
-                    rows.append({"ratio": ratio, "length": 12 * ratio, "n": 256,
-                                 "log_loss": loss(dist, ratio) * np.exp(jitter(sd, k, dist, seed, ratio)),
-                                 "error": 1 - a, "model": "sfa", "distribution": dist, "k": k, "seed": seed,
-                                 "n_values": 2})
-    return pd.DataFrame(rows)
-
-
 def paper_like(d, r):
     return 0.5 if d == "nonlocal" and r > 1 else 0.98
 
@@ -633,58 +564,6 @@ def test_unfitted_laws_and_k1_leave_the_theory_claims_untested():
 
 
 # ----------------------------------------------------------------------------- natural language
-
-
-def language_tables(benefit=0.5, recovered=0.9, null=0.2, sparse_gain=0.8, dense_gain=0.2, docs=30, per_doc=4,
-                    planted=0.95):
-    """Per-token tables of one analysed model: half the tokens sparse (greedy k = 1 recovers
-    ``recovered``), half dense (recovered only at k = 16); a small document-level spread; one
-    planted repeat per token whose copy greedy k <= 2 recovers ``planted`` of (None: no repeat
-    had a benefit)."""
-    rng = np.random.default_rng(0)
-    screen, deps, transfer = [], [], []
-    for d in range(docs):
-        shift = rng.normal(0, 0.05)
-        for t in range(per_doc):
-            sparse = t % 2 == 0
-            b = benefit + shift
-            screen.append({"doc": d, "t": t, "benefit": b})
-            for method, top in (("greedy", recovered), ("greedy_null", null)):
-                for k in (1, 2, 16):
-                    r = top if (sparse and method == "greedy") or k == 16 else top * 0.3
-                    labels = sparse and method == "greedy" and k <= 2  # what makes the token sparse
-                    deps.append({"doc": d, "t": t, "seed": 0, "method": method, "k": k,
-                                 "recovered": r + (abs(shift) if labels else shift), "L_short": 3.0, "L_long": 3.0 - b})
-            if planted is not None:
-                deps += [{"doc": d, "t": 100 + t, "seed": 0, "method": "greedy_planted", "k": k,
-                          "recovered": planted + shift, "L_short": 3.0, "L_long": 2.0} for k in (1, 2)]
-            for scheme in ("rope", "pose"):
-                g = (sparse_gain if sparse else dense_gain) * b + shift
-                transfer.append({"doc": d, "t": t, "seed": 0, "context": 32, "scheme": scheme, "gain": g})
-    return {"language": {"screen": pd.DataFrame(screen), "deps": pd.DataFrame(deps),
-                         "transfer": pd.DataFrame(transfer)}}
-
-
-def shared_denominator_tables(docs=40, per_doc=6, effect=0.0):
-    """Per-token tables in which sparsity and the normalised gain share only their denominator:
-    each token's benefit b ~ U(0.3, 2) nats; greedy's two best far tokens recover 0.5 +- 0.2 nats
-    (the share recovered, that over b, makes small-benefit tokens sparse); the PoSE model gains
-    0.3 +- 0.05 nats whatever the token (gain / b is large where b is small), plus ``effect``
-    x b on sparse tokens."""
-    rng = np.random.default_rng(3)
-    screen, deps, transfer = [], [], []
-    for d in range(docs):
-        for t in range(per_doc):
-            b, near = rng.uniform(0.3, 2.0), rng.uniform(0.3, 0.7)
-            screen.append({"doc": d, "t": t, "benefit": b})
-            deps += [{"doc": d, "t": t, "seed": 0, "method": "greedy", "k": k, "recovered": min(1.0, near * k / b),
-                      "L_short": 3.0, "L_long": 3.0 - b} for k in (1, 2, 16)]
-            deps += [{"doc": d, "t": 100 + t, "seed": 0, "method": "greedy_planted", "k": k, "recovered": 0.95,
-                      "L_short": 3.0, "L_long": 2.0} for k in (1, 2)]
-            gain = 0.3 + rng.normal(0, 0.05) + effect * b * (near * 2 / b >= 0.9)
-            transfer.append({"doc": d, "t": t, "seed": 0, "context": 32, "scheme": "pose", "gain": gain})
-    return {"language": {"screen": pd.DataFrame(screen), "deps": pd.DataFrame(deps),
-                         "transfer": pd.DataFrame(transfer)}}
 
 
 def test_l2_compares_sparse_and_dense_tokens_of_the_same_benefit():
