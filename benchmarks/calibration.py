@@ -71,7 +71,8 @@ def main() -> None:
     ap.add_argument("--tables-from", nargs="*", default=None, help="print the tables of earlier runs' CSVs and exit")
     a = ap.parse_args()
     if a.tables_from:
-        print(table(pd.concat([pd.read_csv(f) for f in a.tables_from])))
+        rows = pd.concat([pd.read_csv(f) for f in a.tables_from])
+        print(table(rows.drop_duplicates(["claim", "config", "scenario"])))
         return
     paper = load([ROOT / CONFIGS["paper.yaml"]])
     rows = []

@@ -9,7 +9,7 @@ from sparselen.calibration.scenarios import scenarios
 from sparselen.config import load
 from sparselen.stats import Resampling
 
-REPLICATES = 30  # per scenario and config; false_holds_limit(30) = 4: a rate of 5% exceeds it 1% of the time
+REPLICATES = 30  # per scenario and config; false_holds_limit(30) = 5: a rate of 5% exceeds it 0.3% of the time
 RES = Resampling(n_boot=400, seed=20250224)
 
 
