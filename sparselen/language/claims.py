@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sparselen.language.sparsity import SPARSE_K, TOKEN, benefit_strata, token_sparsity
-from sparselen.stats import ClusterBootstrap, shuffled_within, stratified_difference, weighted_mean, weighted_median
+from sparselen.language.adjusted import adjusted_difference, shuffled_difference, spline_basis, swapped_in_pairs
+from sparselen.language.sparsity import SPARSE_K, TOKEN, token_sparsity
+from sparselen.stats import ClusterBootstrap, weighted_mean, weighted_median
 from sparselen.verdicts import (FAILS, HOLDS, INCONCLUSIVE, Claim, Result, Settings, both, decide, gate_result,
                                 verdict_result)
 
@@ -18,8 +19,8 @@ READS = ("screen", "deps", "transfer")  # per-token tables (RUN_TABLES["language
 MIN_RECOVERED = 0.5  # L1: "nearly as well" read as at least half of the benefit, by the median token
 MAX_K = 16  # L1: the largest k of the paper's sweep (language.analysis.k)
 MIN_GROUP_TOKENS = 20  # L2 and the positive control: fewer tokens in a group is not tested
-BENEFIT_STRATA = 5  # L2: sparse and dense tokens compared within quintiles of the reference's benefit
-SHUFFLES = 1000  # L2's null: the sparsity labels shuffled within the benefit strata
+SHUFFLES = 1000  # L2's null: the sparsity labels swapped within pairs of tokens of adjacent benefit
+MIN_LOG_BENEFIT = 1e-3  # nats: the spline of log benefit reads a smaller (or negative) benefit as this
 
 
 def facts(section: dict) -> dict:
@@ -102,9 +103,9 @@ def planted_control(deps: pd.DataFrame, s: Settings) -> Result:
 
 def language_sparse_generalizes(data: dict, s: Settings) -> list[Result]:
     """L2: for the PoSE model trained at the short context, the long-context gain normalised by
-    the reference's benefit is larger on sparse tokens than on dense ones, within strata of that
-    benefit (the sparse label divides by it too: ``sparselen.language.sparsity``), and larger
-    than with the labels shuffled within the strata."""
+    the reference's benefit is larger on sparse tokens than on dense ones at equal benefit (the
+    sparse label divides by it too: ``sparselen.language.adjusted``), and larger than with the
+    labels swapped within pairs of tokens of adjacent benefit."""
     gate = language_benefit(data["screen"], s)
     if gate.verdict != HOLDS:
         return [gate]
@@ -123,18 +124,19 @@ def language_sparse_generalizes(data: dict, s: Settings) -> list[Result]:
         return [gate_result("pose", f"{n_sparse} sparse and {n_dense} dense tokens (needs {MIN_GROUP_TOKENS} each)",
                             "analyse more tokens (language.analysis.tokens)")]
     x = (tokens["gain"] / tokens["ref_benefit"]).to_numpy(float)
-    strata = benefit_strata(tokens["ref_benefit"], BENEFIT_STRATA)
+    benefit = tokens["ref_benefit"].to_numpy(float)
+    basis = spline_basis(np.log(np.clip(benefit, MIN_LOG_BENEFIT, None)))
     boot = ClusterBootstrap(tokens["doc"], s, "L2")
-    value, lo, hi = boot.interval(float(stratified_difference(x, sparse, strata)),
-                                  stratified_difference(x, sparse, strata, boot.weights(tokens["doc"])))
-    shuffled = shuffled_within(sparse, strata, SHUFFLES, s.rng("L2", "shuffled"))
-    null_lo, null_hi = np.quantile(stratified_difference(x, shuffled, strata), [0.025, 0.975])
+    value, lo, hi = boot.interval(float(adjusted_difference(x, sparse, basis)[0]),
+                                  adjusted_difference(x, sparse, basis, boot.weights(tokens["doc"])))
+    shuffled = swapped_in_pairs(sparse, benefit, SHUFFLES, s.rng("L2", "shuffled"))
+    null_lo, null_hi = np.quantile(shuffled_difference(x, shuffled, basis), [0.025, 0.975])
     beyond_null = HOLDS if value > null_hi else FAILS if value < null_lo else INCONCLUSIVE
-    one = np.zeros(len(x))  # a single stratum: the plain difference
-    note = (f"sparse minus dense normalised gain within {BENEFIT_STRATA} benefit strata ({n_sparse} vs {n_dense} "
-            f"tokens); labels shuffled within the strata: 95% of shuffles in [{null_lo:+.2f}, {null_hi:+.2f}]; "
-            f"unstratified {float(stratified_difference(x, sparse, one)):+.2f}, of which shuffled labels alone give "
-            f"{float(np.mean(stratified_difference(x, shuffled, one))):+.2f} (the shared denominator)")
+    plain = float(x[sparse].mean() - x[~sparse].mean())
+    note = (f"sparse minus dense normalised gain at equal benefit (regressed on a spline of log benefit; "
+            f"{n_sparse} vs {n_dense} tokens); labels swapped within pairs of adjacent benefit: 95% of shuffles in "
+            f"[{null_lo:+.2f}, {null_hi:+.2f}]; unadjusted {plain:+.2f}, of which the same swaps alone give "
+            f"{float(np.mean([x[m].mean() - x[~m].mean() for m in shuffled[:100]])):+.2f} (the shared denominator)")
     return [verdict_result(f"pose, context {short}", value, lo, hi, both(decide(lo, hi, 0.0), beyond_null), note)]
 
 
@@ -166,8 +168,9 @@ CLAIMS = (
           "previous ones",
           f"Given L1's two gates, for the PoSE model trained at the short context: its long-context gain normalised "
           f"by the reference's benefit, on sparse tokens (greedy k <= {SPARSE_K} recovers {{sparse_share}}) minus "
-          f"dense ones within {BENEFIT_STRATA} strata of that benefit (the sparse label divides by it too), interval "
-          "(by document) low end > 0, and above 97.5% of the same difference with the labels shuffled within the "
-          "strata.",
+          "dense ones at equal benefit (the coefficient of the sparse label in a least-squares fit of the normalised "
+          "gain on it and a restricted cubic spline of log benefit, 5 knots; the sparse label divides by the benefit "
+          "too), interval (by document) low end > 0, and above 97.5% of the same coefficient with the labels swapped "
+          f"at random within pairs of tokens of adjacent benefit ({SHUFFLES} shuffles).",
           language_sparse_generalizes, "language_length", lambda section: _design(section, "L2"), unit="doc"),
 )

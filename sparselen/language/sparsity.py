@@ -5,7 +5,7 @@ least ``share`` of its long-context benefit, ``share`` being ``language.analysis
 (docs/reconstruction.md, "Natural language"); its **sparsity level** is the smallest greedy k
 that recovers ``share``. The share recovered is divided by the benefit, so a token with a small
 benefit is likelier to be labelled sparse: a comparison of sparse and dense tokens of a
-quantity also divided by the benefit is made within strata of the benefit (``benefit_strata``).
+quantity also divided by the benefit is made at equal benefit (``sparselen.language.adjusted``).
 """
 
 from __future__ import annotations
@@ -38,8 +38,3 @@ def sparsity_level(deps: pd.DataFrame, share: float) -> pd.DataFrame:
         out.append({"doc": doc, "t": t, "sparsity": str(int(hit.min())) if len(hit) else f">{kmax}"})
     return pd.DataFrame(out)
 
-
-def benefit_strata(benefit, strata: int) -> np.ndarray:
-    """Each token's stratum of the reference model's benefit: ``strata`` groups of (nearly) equal
-    size by rank of the benefit, ties broken by order."""
-    return pd.qcut(pd.Series(benefit).rank(method="first"), strata, labels=False).to_numpy()

@@ -19,14 +19,16 @@ import numpy as np
 import pandas as pd
 
 from sparselen.ppc.tasks import sampler_params, task_module
-from sparselen.stats import DIFFERENCE, binomial_noise, welch_interval
+from sparselen.stats import (DIFFERENCE, binomial_noise, margin_range, ratio_noise, t_interval,
+                            welch_interval)
 from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide, gate_result,
-                                interval_result, seeds_design, verdict_result)
+                                seeds_design, verdict_result)
 
 READS = ("evals",)  # the per-run tables the tests read (RUN_TABLES["ppc"] in the rules)
 
 # Criteria (docs/reconstruction.md, "Claims").
 ORACLE_TOLERANCE = round(1 - FIT, 10)  # C2: PPC within the shortfall the fit gate accepts (0.1) of oracle coupling
+RETAINED = 0.5  # C1, C2: the credited scheme keeps more than half its margin above chance at the largest size (as P2, T2)
 ORACLE, PREDICTED = "coupled", "ppc"
 DIAGNOSTICS = ("first_id_accuracy", "later_id_accuracy", "first_id_accuracy_within", "first_id_accuracy_beyond",
                "accuracy_within", "accuracy_beyond", "n_beyond", "n", "first_lookup_limit")
@@ -34,11 +36,12 @@ DIAGNOSTICS = ("first_id_accuracy", "later_id_accuracy", "first_id_accuracy_with
 
 def task_facts(name: str, section: dict) -> dict:
     """What task ``name`` is, from its module at the section's sampler settings: whether its ids
-    depend on the input, why it is a control ("" if not), whose task it is, and whether its
-    coupled runs train on id skips."""
+    depend on the input, why it is a control ("" if not), whose task it is, whether its coupled
+    runs train on id skips, and its exact-match chance level at each evaluated size."""
     module, params = task_module(name), sampler_params(section)
     return {"ids_depend_on_input": module.ids_depend_on_input(**params), "control": module.control(**params),
-            "origin": module.ORIGIN, "id_skips": section.get("id_skips", 0)}
+            "origin": module.ORIGIN, "id_skips": section.get("id_skips", 0),
+            "chance": {size: module.chance_exact_match(size, **params) for size in section.get("eval_sizes", [])}}
 
 
 def facts(section: dict) -> dict:
@@ -50,7 +53,8 @@ def facts(section: dict) -> dict:
 
 def run_scores(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
     """Per (task, scheme, seed): whether the run fits (exact match >= FIT at every evaluated
-    training size), its exact match at the task's largest evaluated size, on the validation
+    training size), its exact match pooled over those sizes (``in``, on ``n_in`` samples), its
+    exact match at the task's largest evaluated size, on the validation
     samples there (``validation``, NaN without them) and its diagnostics there."""
     if "split" not in runs:
         runs = runs.assign(split="test")
@@ -60,12 +64,15 @@ def run_scores(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
         size = test["size"].max()
         lo, hi = s.facts["train_sizes"].get(task, (test["size"].min(), test["size"].min()))
         key = ["task", "scheme", "seed"]
-        fit = test[test["size"].between(lo, hi)].groupby(key)["accuracy"].min().ge(FIT).rename("fit")
+        inside = test[test["size"].between(lo, hi)].groupby(key)
+        fit = inside["accuracy"].min().ge(FIT).rename("fit")
+        n_in = inside["n"].sum().rename("n_in")
+        acc_in = (inside["correct"].sum() / n_in).rename("in")
         top = test[test["size"] == size].groupby(key)
         largest = top["accuracy"].first().rename("largest")
         diag = top[[c for c in DIAGNOSTICS if c in g]].first()
         validation = val[val["size"] == size].groupby(key)["accuracy"].first().rename("validation")
-        parts.append(pd.concat([fit, largest, validation, diag], axis=1).assign(size=size))
+        parts.append(pd.concat([fit, acc_in, n_in, largest, validation, diag], axis=1).assign(size=size))
     out = pd.concat(parts)
     return out.assign(fit=out["fit"].fillna(False).astype(bool)).reset_index()
 
@@ -83,6 +90,8 @@ class TaskRuns:
         self.fitted = {sc: g["largest"].to_numpy(float) for sc, g in self.runs.items()}
         self.noise = {sc: binomial_noise(g["largest"], g["n"]) for sc, g in self.runs.items()}
         self.baselines = [sc for sc in self.counts if sc not in (ORACLE, PREDICTED)]
+        chance = self.facts.get("chance", {}).get(self.size)
+        self.chance = task_module(task).chance_exact_match(self.size) if chance is None else chance
 
     def group(self, role: str = "") -> str:
         return f"{self.task} ({role})" if role else self.task
@@ -114,6 +123,19 @@ class TaskRuns:
             return gate_result(group, f"{scheme} did not fit its training sizes ({self.note([scheme])})",
                                f"train the {scheme} model until it fits", aside)
         return None
+
+    def kept(self, scheme: str) -> tuple[str, str]:
+        """(verdict, note) of whether ``scheme``'s fitted runs generalize: the share of their
+        margin above the task's chance level on the training sizes kept at the largest size,
+        (largest - chance) / (in - chance), t interval floored at the evaluation noise, against
+        RETAINED. A run that keeps the format and guesses what it must look up is at chance."""
+        g, c = self.runs[scheme], self.chance
+        num, den = g["largest"] - c, g["in"] - c
+        kept = num / den
+        noise = ratio_noise(num, den, binomial_noise(g["largest"], g["n"]), binomial_noise(g["in"], g["n_in"]))
+        mean, lo, hi = t_interval(kept, noise=noise, bounds=margin_range(c, g["in"]))
+        return decide(lo, hi, RETAINED), (f"{scheme} keeps {mean:.2f} [{lo:.2f}, {hi:.2f}] of its margin above the "
+                                          f"task's chance level {c:.3g} (needs > {RETAINED})")
 
     def difference(self, a: str, b: str) -> tuple[float, float, float]:
         return welch_interval(self.fitted[a], self.fitted[b], noise_a=self.noise[a], noise_b=self.noise[b],
@@ -178,10 +200,12 @@ def ppc_coupling(data: dict, s: Settings) -> list[Result]:
             continue
         best = t.best_baseline()
         diff, lo, hi = t.difference(ORACLE, best)
-        out.append(interval_result(t.group(role), diff, lo, hi, 0.0, control=bool(role),
-                                   note=f"size {t.size}: coupled - {best} (the best on validation samples of the "
-                                        f"fitted {', '.join(sc for sc in t.baselines if sc in t.fitted)}), "
-                                        f"{len(t.fitted[ORACLE])} and {len(t.fitted[best])} runs"))
+        kept, generalizes = t.kept(ORACLE)
+        out.append(verdict_result(t.group(role), diff, lo, hi, both(decide(lo, hi, 0.0), kept),
+                                  f"size {t.size}: coupled - {best} (the best on validation samples of the fitted "
+                                  f"{', '.join(sc for sc in t.baselines if sc in t.fitted)}), "
+                                  f"{len(t.fitted[ORACLE])} and {len(t.fitted[best])} runs (needs > 0); {generalizes}",
+                                  control=bool(role)))
     return out or [gate_result("-", "no task whose coupled ids are independent of the input was run",
                                "run copy_repeat, addition or parity_scratchpad with dense: true")]
 
@@ -202,15 +226,18 @@ def ppc_predicts_ids(data: dict, s: Settings) -> list[Result]:
         gap, gap_lo, gap_hi = t.difference(PREDICTED, ORACLE)
         oracle = f"ppc - coupled {gap:+.2f} [{gap_lo:+.2f}, {gap_hi:+.2f}] (needs > -{ORACLE_TOLERANCE:.2g})"
         diagnostics = t.diagnostics()
+        kept, generalizes = t.kept(PREDICTED)
         if reference:
-            out.append(interval_result(t.group(role), gap, gap_lo, gap_hi, -ORACLE_TOLERANCE, control=True,
-                                       note="; ".join(filter(None, [f"size {t.size}: {oracle}", diagnostics]))))
+            out.append(verdict_result(t.group(role), gap, gap_lo, gap_hi,
+                                      both(decide(gap_lo, gap_hi, -ORACLE_TOLERANCE), kept),
+                                      "; ".join(filter(None, [f"size {t.size}: {oracle}; {generalizes}", diagnostics])),
+                                      control=True))
             continue
         best = t.best_baseline()
         gain, gain_lo, gain_hi = t.difference(PREDICTED, best)
-        verdict = both(decide(gain_lo, gain_hi, 0.0), decide(gap_lo, gap_hi, -ORACLE_TOLERANCE))
+        verdict = both(decide(gain_lo, gain_hi, 0.0), decide(gap_lo, gap_hi, -ORACLE_TOLERANCE), kept)
         note = (f"size {t.size}: ppc - {best} (best baseline on validation samples) {gain:+.2f} "
-                f"[{gain_lo:+.2f}, {gain_hi:+.2f}] (needs > 0); {oracle}")
+                f"[{gain_lo:+.2f}, {gain_hi:+.2f}] (needs > 0); {oracle}; {generalizes}")
         out.append(verdict_result(t.group(role), gain, gain_lo, gain_hi, verdict,
                                   "; ".join(filter(None, [note, diagnostics])), bool(role)))
     if not any(not r.control for r in out):
@@ -248,14 +275,19 @@ CLAIMS = (
           "introduced to improve length generalization, such as position coupling",
           "For every task whose coupled ids do not depend on the input (controls shown aside), at the largest "
           "evaluated size: exact match of coupled (oracle ids) minus the baseline that fits its training sizes with "
-          "the best exact match on validation samples, Welch's t interval over the fitted runs with its low end > 0.",
+          "the best exact match on validation samples, Welch's t interval over the fitted runs with its low end > 0; "
+          f"and coupled keeps more than {RETAINED} of its margin above the task's exact-match chance level (its "
+          "module's: a model that keeps the format and guesses what it must look up) from the training sizes to the "
+          "largest (t interval over the fitted runs, low end).",
           ppc_coupling, "ppc", _c1_design),
     Claim("C2", "ppc", "Predictive Position Coupling makes coupling work where the ids depend on the input.",
           "Predictive Position Coupling thereby allows us to broaden the array of tasks to which position coupling "
           "can successfully be applied",
           "On every task the paper tests PPC on whose coupled ids depend on the input (controls, our own tasks and "
           "the tasks with input-independent ids shown aside), at the largest size: ppc minus the fitted baseline "
-          f"best on validation samples > 0, and ppc minus coupled > -{ORACLE_TOLERANCE:.2g} (low ends of Welch's t "
-          "intervals over the fitted runs).",
+          f"best on validation samples > 0, ppc minus coupled > -{ORACLE_TOLERANCE:.2g} (low ends of Welch's t "
+          f"intervals over the fitted runs), and ppc keeps more than {RETAINED} of its margin above the task's "
+          "exact-match chance level from the training sizes to the largest (t interval, low end; the reference rows "
+          "too).",
           ppc_predicts_ids, "ppc", _c2_design),
 )

@@ -3,8 +3,10 @@ ORIGIN ("paper": a task the paper tests PPC on; "ours": our own), ``sample(sizes
 -> Samples``, and, of its sampler's parameters: ``ids_depend_on_input`` (whether plain coupling
 needs an oracle for the response's ids), ``control`` (why the task, so configured, needs no
 coupling and is a control of the claims; "" when it needs coupling), ``max_coupled_id(size)``
-and ``max_first_lookup(size)`` (the longest id distance from the last prompt token to the
-first response id). A task whose coupled lookups stay within units of the prompt (lines, pairs)
+``max_first_lookup(size)`` (the longest id distance from the last prompt token to the
+first response id) and ``chance_exact_match(size)`` (the exact match of a model that keeps the
+format and ids and guesses every token it must look up: the level a run that did not
+generalize sits at). A task whose coupled lookups stay within units of the prompt (lines, pairs)
 also defines ``unit_starts(samples)``, where its ids may be skipped (``ppc.<task>.id_skips``).
 A new task is one module, its schema block and a line here.
 

@@ -44,6 +44,13 @@ def max_first_lookup(size: int, **params) -> int:
     return 1
 
 
+def chance_exact_match(size: int, **params) -> float:
+    """Exact match of a model that gets the format and ids right and guesses the sum's digits:
+    each of its ``size`` low digits is uniform (the top one, a carry, is a better guess; this
+    bound ignores it)."""
+    return 10.0 ** -size
+
+
 def sample(sizes: torch.Tensor, g: torch.Generator) -> Samples:
     """One sum per row, of two ``sizes[i]``-digit operands (leading zeros allowed)."""
     n, L = len(sizes), int(sizes.max())

@@ -42,6 +42,11 @@ def max_first_lookup(size: int, **params) -> int:
     return 1
 
 
+def chance_exact_match(size: int, alphabet: int = 4, **params) -> float:
+    """Exact match of a model that gets the format and ids right and guesses every copied symbol."""
+    return float(alphabet) ** -size
+
+
 def sample(sizes: torch.Tensor, g: torch.Generator, alphabet: int = 4) -> Samples:
     """One string per row, of length ``sizes[i]``, over the first ``alphabet`` symbols."""
     if not 2 <= alphabet <= len(SYMBOLS):

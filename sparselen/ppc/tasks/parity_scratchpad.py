@@ -51,6 +51,16 @@ def max_first_lookup(size: int, dense: bool = False, **params) -> int:
     return 1 if dense else 2 * size - 1
 
 
+def chance_exact_match(size: int, k=(1, 4), dense: bool = False, **params) -> float:
+    """Exact match of a model that gets the format and ids right and guesses every scratchpad
+    entry after ``even`` (each a fresh bit): 2^-k, averaged over k uniform in ``k`` (every pair
+    marked with ``dense``). At k in [1, 2] 0.375, in [1, 4] 0.234."""
+    if dense:
+        return 0.5**size
+    ks = range(k[0], k[1] + 1)
+    return sum(0.5**m for m in ks) / len(ks)
+
+
 def unit_starts(s: Samples) -> torch.Tensor:
     """Prompt tokens before which id skips may fall: each bit after the first (a pair keeps its
     bit and marker adjacent)."""

@@ -59,6 +59,13 @@ def max_first_lookup(size: int, line_length=(3, 3), **params) -> int:
     return max_prompt_len(size, line_length) - 1
 
 
+def chance_exact_match(size: int, alphabet: int = 4, line_length=(3, 3), **params) -> float:
+    """Exact match of a model that gets the format and ids right and guesses every restated
+    symbol (the key is in the query)."""
+    lengths = range(line_length[0], line_length[1] + 1)
+    return sum(float(alphabet) ** -m for m in lengths) / len(lengths)
+
+
 def unit_starts(s: Samples) -> torch.Tensor:
     """Prompt tokens before which id skips may fall: each line's key after the first, and the
     query (a restated line keeps its ids consecutive)."""

@@ -69,6 +69,17 @@ def max_first_lookup(size: int, value_digits=(1, 1), **params) -> int:
     return max_prompt_len(size, value_digits) - 1
 
 
+def chance_exact_match(size: int, max_depth: int = 3, value_digits=(1, 1), **params) -> float:
+    """Exact match of a model that gets the format and ids right and guesses what it looks up:
+    the queried variable is in the query, each further variable of the chain one of the
+    ``size - 1`` others, each digit of the constant one of 10 (depth and digits uniform, as
+    sampled)."""
+    depths = range(1, min(max_depth, size) + 1)
+    walk = sum((1 / max(size - 1, 1)) ** (d - 1) for d in depths) / len(depths)
+    digits = range(value_digits[0], value_digits[1] + 1)
+    return walk * sum(10.0 ** -m for m in digits) / len(digits)
+
+
 def unit_starts(s: Samples) -> torch.Tensor:
     """Prompt tokens before which id skips may fall: each line's first token (its variable)
     after the first line, and ``?`` (the response reads within one line at a time)."""
