@@ -50,7 +50,8 @@ from sparselen.resumable import code_fingerprint
 from sparselen.run import Run
 from sparselen.stacked_model import equal_share, run_state, stack_models, stack_state
 from sparselen.train import (TrainConfig, apply_position_scheme, checkpoint_state, lr_lambda, make_optimizer,
-                             own_checkpoint, peak_flops, place_step_counters, throughput, write_outputs)
+                             own_checkpoint, peak_flops, place_step_counters, run_summary, throughput,
+                             write_outputs)
 
 log = logging.getLogger(__name__)
 
@@ -174,11 +175,8 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
     summaries = []
     for s, (c, run) in enumerate(zip(cfgs, runs)):
         prov = provenance(run.identity, c.seed, device, steps=c.steps, run=run.identity)
-        summary = {**run.wildcards, "resumed_from_step": resumed_from,
-                   "final_loss": rows[s][-1]["loss"] if rows[s] else None, "wall_seconds_this_run": wall,
-                   "parameters": single.num_parameters(), "stacked_runs": S,
-                   **throughput(tokens_run[s], flops_run[s], wall, 1, peak), "job_name": run.log_name,
-                   **prov}
+        summary = run_summary(run, resumed_from, rows[s], wall, single.num_parameters(),
+                              throughput(tokens_run[s], flops_run[s], wall, 1, peak), prov, stacked_runs=S)
         write_outputs(run.files, run_state(model_sd, s), model_cfg, prov, rows[s], summary)
         summaries.append(summary)
     return summaries

@@ -323,14 +323,22 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     extra = {} if parallel is None else {"world_size": parallel.world_size, "parallel": parallel.strategy}
     prov = provenance(identity, cfg.seed, device, steps=cfg.steps, run=identity, **extra)
     model_sd, _ = state_dicts()
-    summary = {**run.wildcards, "resumed_from_step": resumed_from, "final_loss": rows[-1]["loss"] if rows else None,
-               "wall_seconds_this_run": wall, "parameters": model.num_parameters(),  # FSDP2: global numel
-               **throughput(tokens_run, flops_run, wall, world, peak), "job_name": run.log_name, **prov}
+    summary = run_summary(run, resumed_from, rows, wall, model.num_parameters(),  # FSDP2: global numel
+                          throughput(tokens_run, flops_run, wall, world, peak), prov)
     if main:
         write_outputs(files, model_sd, model_cfg, prov, rows, summary)
     if parallel is not None:
         parallel.barrier()  # no rank leaves before the outputs exist
     return summary
+
+
+def run_summary(run: Run, resumed_from: int, rows: list, wall: float, parameters: int, rates: dict, prov: dict,
+                **extra) -> dict:
+    """A training's summary JSON (one run's, alone or in a stack: ``extra`` says how it ran):
+    its wildcards, where it resumed, its last loss, wall time, size, throughput and provenance."""
+    return {**run.wildcards, "resumed_from_step": resumed_from, "final_loss": rows[-1]["loss"] if rows else None,
+            "wall_seconds_this_run": wall, "parameters": parameters, **extra, **rates, "job_name": run.log_name,
+            **prov}
 
 
 def own_checkpoint(checkpoint, chash: str, code: str, arch: dict, device: torch.device) -> dict | None:
