@@ -183,6 +183,14 @@ class DataParallel:
             model.load_state_dict(model_sd)
             opt.load_state_dict(opt_sd)
 
+    def any_rank(self, flag: bool) -> bool:
+        """True on every rank when it is true on one (one all-reduce): a decision taken on each
+        rank's own clock, such as whether a checkpoint is due, must be the same on all, since
+        writing one is a collective under FSDP."""
+        t = torch.tensor([float(flag)], device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item())
+
     def barrier(self) -> None:
         dist.barrier()
 

@@ -314,8 +314,7 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
                 log.info("step %d/%d loss %.5f lr %.3e tokens/s %.0f%s", step, cfg.steps, row["loss"], lr,
                          row["tokens_per_s"], f" MFU {row['mfu']:.3f}" if peak else "")
         bar.update(1)
-        if step == cfg.steps or (step % cfg.checkpoint_every == 0
-                                 and time.perf_counter() - t_saved >= 60 * run.runtime.checkpoint_minutes):
+        if checkpoint_due(step, cfg, time.perf_counter() - t_saved, run.runtime.checkpoint_minutes, parallel):
             save_checkpoint()
             t_saved = time.perf_counter()
     bar.close()
@@ -330,6 +329,20 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     if parallel is not None:
         parallel.barrier()  # no rank leaves before the outputs exist
     return summary
+
+
+def checkpoint_due(step: int, cfg: TrainConfig, seconds_since_saved: float, checkpoint_minutes: float,
+                   parallel: DataParallel | None = None) -> bool:
+    """Whether to write the checkpoint after ``step``: at the last step, and at every
+    ``checkpoint_every``-th step at least ``checkpoint_minutes`` after the last one. Under data
+    parallelism the ranks' clocks differ, so they agree (one is enough): the ranks must take the
+    checkpoint's collectives together."""
+    if step == cfg.steps:
+        return True
+    if step % cfg.checkpoint_every:
+        return False
+    due = seconds_since_saved >= 60 * checkpoint_minutes
+    return due if parallel is None or not checkpoint_minutes else parallel.any_rank(due)
 
 
 def run_summary(run: Run, resumed_from: int, rows: list, wall: float, parameters: int, rates: dict, prov: dict,

@@ -303,3 +303,23 @@ def test_flops_per_token_is_the_estimates_count():
     from sparselen.architectures import build_model
 
     assert build_model(olmo).flops_per_token(9) == pytest.approx(3 * Shape(2, 32, 128, 50).forward_flops_per_token(9))
+
+
+def test_a_checkpoint_is_due_on_every_rank_when_one_rank_clock_says_so():
+    """Each rank times checkpoints on its own clock; under FSDP writing one is a collective, so a
+    rank whose clock is short of ``checkpoint_minutes`` must still write when another's is past."""
+    from sparselen.train import TrainConfig, checkpoint_due
+
+    class Ranks:  # the other rank's clock is past the interval
+        asked = []
+
+        def any_rank(self, flag):
+            self.asked.append(flag)
+            return True
+
+    cfg = TrainConfig(steps=100, batch_size=8, checkpoint_every=10)
+    ranks = Ranks()
+    assert checkpoint_due(20, cfg, 30.0, 1.0, ranks) and ranks.asked == [False]
+    assert not checkpoint_due(20, cfg, 30.0, 1.0) and checkpoint_due(20, cfg, 61.0, 1.0)
+    assert not checkpoint_due(25, cfg, 600.0, 1.0, ranks) and checkpoint_due(100, cfg, 0.0, 1.0, ranks)
+    assert checkpoint_due(20, cfg, 0.0, 0.0, ranks) and ranks.asked == [False]  # no interval: no collective
