@@ -217,6 +217,19 @@ def test_decided_claims_give_their_absolute_numbers_and_where_and_the_fitted_run
                         r"k=4 7\d%", head(parity, "P1")["brief"]), head(parity, "P1")["brief"]
     assert re.fullmatch(r"k_test = K_train = 4: 9\d% on training lengths, 7\d% at 2l = 200, 10x the longest; 6 seeds "
                         r"fit", head(parity, "P2")["brief"]), head(parity, "P2")["brief"]
+    falls = check({"parity": parity_runs(sparse_wins, lengths=(20, 50, 100, 200))})
+    rates = re.fullmatch(r"K_train=4, 2l = 50-100: margin lost per doubling of length, k=1 (\d+)%, k=2 (\d+)%, "
+                         r"k=3 (\d+)%, k=4 (\d+)%", head(falls, "P3")["brief"])
+    assert rates and sorted(map(int, rates.groups())) == list(map(int, rates.groups())), head(falls, "P3")["brief"]
+    assert re.fullmatch(r"local law \(gpt k=2, 6 runs fit\): log loss 0\.\d{3} at L, \d\.\d{3} at 8L; accuracy "
+                        r"\d+% to \d+%", head(t, "T2")["brief"]), head(t, "T2")["brief"]
+    from sparselen.calibration.tables import language_tables
+
+    lang = check(language_tables())
+    assert re.fullmatch(r"16 far tokens recover a median \d\d% of the benefit \(null control \d+%; benefit 0\.\d{3} "
+                        r"nats\)", head(lang, "L1")["brief"]), head(lang, "L1")["brief"]
+    assert re.fullmatch(r"gain / benefit: sparse tokens 0\.\d\d, dense 0\.\d\d \(60 vs 60 tokens, unadjusted\)",
+                        head(lang, "L2")["brief"]), head(lang, "L2")["brief"]
     # the tags follow what ran: copy_repeat is ours, the theory is our model of it
     assert c1["tag"] == "our task" and t1["tag"] == "our model of the theory"
     assert head(t, "C2")["tag"] == "paper's task"  # parity_scratchpad decides it

@@ -100,17 +100,88 @@ def parity_kept_line(data: dict, s: Settings, group: str) -> str | None:
             f"{longest:g}, {ratio:.3g}x the longest; {len(own)} seeds fit")
 
 
+def parity_fall_line(data: dict, s: Settings, group: str) -> str | None:
+    """P3: the margin above chance each k_test loses per doubling of length beyond training
+    (``fall_rate``, mean of the fitted seeds) on the lengths P3 reads."""
+    from sparselen.parity.claims import fall_lengths, fall_rate
+
+    found = parity_cells(data, s, group)
+    if found is None:
+        return None
+    K, cells, _, _ = found
+    train_max = s.facts["train_lengths"][1]
+    lengths = fall_lengths(cells, train_max)
+    if not lengths:
+        return None
+    rates = cells.assign(rate=fall_rate(cells, train_max, lengths)).groupby("k_test")["rate"].mean()
+    values = ", ".join(f"k={k} {r:.0%}" for k, r in rates.items())
+    return (f"K_train={K}, 2l = {lengths[0]:g}-{lengths[-1]:g}: margin lost per doubling of length, {values}")
+
+
+def theory_growth_line(data: dict, s: Settings, group: str) -> str | None:
+    """T2's group: the local law's mean loss and accuracy at L and at the largest Lbar/L over
+    its fitted runs."""
+    from sparselen.theory.claims import per_run
+
+    model, _, k = str(group).partition(" k=")
+    table = per_run(data["evals"], s)
+    runs = table[(table["model"] == model) & (table["k"].astype(str) == k.split(":")[0]) & (table["distribution"] == "local")
+                 & table["fit"]]
+    if runs.empty:
+        return None
+    rmax = max(c[1] for c in runs.columns if isinstance(c, tuple) and c[0] == "loss")
+    loss, acc = runs[("loss", 1)].mean(), runs[("acc", 1)].mean()
+    return (f"local law ({group}, {len(runs)} runs fit): log loss {loss:.3f} at L, {runs[('loss', rmax)].mean():.3f} "
+            f"at {rmax:g}L; accuracy {acc:.0%} to {runs[('acc', rmax)].mean():.0%}")
+
+
+def language_recovered_line(data: dict, s: Settings, group: str) -> str | None:
+    """L1: the median share of the long-context benefit that greedy's k far tokens recover,
+    beside the null control's, in the benefit's own units."""
+    deps, screen = data["deps"], data["screen"]
+    k = int(str(group).rpartition("=")[2] or 0)
+    real = deps[(deps["method"] == "greedy") & (deps["k"] == k)]
+    null = deps[(deps["method"] == "greedy_null") & (deps["k"] == k)]
+    if real.empty:
+        return None
+    control = f"null control {null['recovered'].median():.0%}; " if len(null) else ""
+    return (f"{k} far tokens recover a median {real['recovered'].median():.0%} of the benefit ({control}benefit "
+            f"{screen['benefit'].mean():.3f} nats)")
+
+
+def language_gain_line(data: dict, s: Settings, group: str) -> str | None:
+    """L2: the PoSE model's mean long-context gain over the reference's benefit, sparse tokens
+    against dense ones (unadjusted: the verdict compares them at equal benefit)."""
+    from sparselen.language.claims import TOKEN, token_sparsity
+
+    transfer, deps = data["transfer"], data["deps"]
+    short = transfer["context"].min()
+    model = transfer[(transfer["context"] == short) & (transfer["scheme"] == "pose")]
+    tokens = model.merge(token_sparsity(deps, s.facts["sparse_share"]), on=TOKEN)
+    if tokens.empty:
+        return None
+    x = tokens["gain"] / tokens["ref_benefit"]
+    sparse = tokens["sparse"].astype(bool)
+    return (f"gain / benefit: sparse tokens {x[sparse].mean():.2f}, dense {x[~sparse].mean():.2f} "
+            f"({int(sparse.sum())} vs {int((~sparse).sum())} tokens, unadjusted)")
+
+
+NEEDS = {"L1": ("deps", "screen"), "L2": ("deps", "transfer")}  # the others read the per-run evals
 HEADLINES: dict[str, Callable[[dict, Settings, str], str | None]] = {
     "P1": parity_rank_line,
     "P2": parity_kept_line,
     "C1": lambda data, s, group: ppc_line(data, s, group, ("coupled", "best")),
     "C2": lambda data, s, group: ppc_line(data, s, group, ("ppc", "coupled", "best")),
+    "P3": parity_fall_line,
     "T1": theory_line,
+    "T2": theory_growth_line,
+    "L1": language_recovered_line,
+    "L2": language_gain_line,
 }
 
 
 def headline(claim: str, data: dict | None, s: Settings, group: str) -> str | None:
     """The claim's absolute numbers on its deciding group, or None where it has no such line
     (or its tables lack what the line needs)."""
-    line = HEADLINES.get(claim)
-    return line(data, s, group) if line and "evals" in (data or {}) else None  # each line reads the per-run evals
+    line, needs = HEADLINES.get(claim), NEEDS.get(claim, ("evals",))
+    return line(data, s, group) if line and all(key in (data or {}) for key in needs) else None
