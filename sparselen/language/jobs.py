@@ -16,7 +16,7 @@ from sparselen.architectures import model_config
 from sparselen import distributed
 from sparselen.distributed import DataParallel
 from sparselen.jobs import named, runtime
-from sparselen.language import analysis, controls, corpus as corpora, data, tokenizer as tokenizers
+from sparselen.language import analysis, controls, corpus as corpora, data, encoding, tokenizer as tokenizers
 from sparselen.language import token_files as token_file_format
 from sparselen.language.evaluate import compile_analysis
 from sparselen.language.evaluate import loss_by_position as losses_by_position
@@ -58,15 +58,18 @@ def tokenizer(job) -> None:
 
 def tokens(job) -> None:
     """Held-out documents, then the training stream, as OLMo-format token files named by
-    ``tokens.json``: documents stream from the corpus' files through the tokenizer in chunks, so
-    memory does not grow with the corpus; every model step reads the files in place."""
+    ``tokens.json``: documents stream from the corpus' files through the tokenizer in chunks
+    encoded over the job's threads, so memory does not grow with the corpus and a killed job
+    resumes at its last chunk (``sparselen.language.encoding``); every model step reads the
+    files in place."""
+    tokenizers.use_threads(job.threads)
     tok = tokenizers.load(job.input.tokenizer)
     eos, vocab = tokenizers.eos_id(tok), tokenizers.vocab_size(tok)
     dtype = token_file_format.dtype_for_vocab(vocab)
 
     def write(split: str) -> dict:
-        ids = tokenizers.encode_stream(tok, corpora.texts(getattr(job.input, split)))
-        return token_file_format.write_token_file(getattr(job.output, split), ids, eos, vocab, dtype)
+        return encoding.write_split(getattr(job.output, split), getattr(job.input, split), tok, job.input.tokenizer,
+                                    eos, vocab, dtype, job.threads)
 
     files = {"eval": write("eval")}  # first: held-out documents too short fail before the long encoding
     lengths = [len(d) for d in token_file_format.TokenStream(job.output.eval, dtype, vocab, eos).documents()]
