@@ -294,11 +294,12 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     assert "language_train" in out and "exceed their SLURM time limit" not in out
     # every GPU job's predicted peak memory is shown and fits an 80 GB H100 with room to spare
     assert "max_mem_gib" in out and "72.0 GiB usable (90% of 80.0 GiB)" in out
-    # the wall clock waits for the DAG: never under its critical chain (tokens -> the long-context
-    # training -> the analysis) nor the GPU-hours over the GPUs; more GPUs never take longer
+    # the wall clock waits for the DAG: never under its critical chain (a job of the longest path:
+    # the longest SFA runs, or tokens -> the long-context training -> an analysis part) nor the
+    # GPU-hours over the GPUs; more GPUs never take longer
     clock = t["clock"]
     chain = [rule for task in clock["chain"] for rule in timeline.rules_of(jobs, task, local=False).split("+")]
-    assert "language_tokens" in chain and "language_train" in chain and "language_analyze" in chain, chain
+    assert any(r.startswith(("theory_run_sfa", "language_analyze")) for r in chain), chain
     assert clock["wall_h"][8] >= max(clock["chain_h"], gpu_h / 8) - 1e-9 and clock["wall_h"][64] <= clock["wall_h"][8]
     line = re.search(r"Wall clock .*: 8 GPUs: (\d+):(\d\d) \(at least \d+:\d\d\); 64 GPUs: \d+:\d\d", out)
     assert line and int(line[1]) + int(line[2]) / 60 == pytest.approx(clock["wall_h"][8], abs=1 / 60), out[-600:]
@@ -307,9 +308,9 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     assert on_gpu["memory_gib"].notna().all() and on_gpu["memory_gib"].max() < 0.6 * gpu.usable_bytes / memory.GiB
     assert set(on_gpu.loc[on_gpu["rule"] == "language_train", "memory_key"]) == {"language.micro_batch_tokens"}
     assert t["errors"] == []
-    # 50,000 steps of 262,144 tokens through a 12-layer width-768 model: ~1e19 FLOPs per model
-    lt = jobs[jobs["rule"] == "language_train"]
-    assert lt["flops"].iloc[0] == pytest.approx(6 * 85e6 * 50000 * 262144 * 1.2, rel=0.3)
+    # train.steps of 262,144 tokens through a 12-layer width-768 model: ~3e18 FLOPs per model
+    lt, steps = jobs[jobs["rule"] == "language_train"], load(PAPER)["language"]["train"]["steps"]
+    assert lt["flops"].iloc[0] == pytest.approx(6 * 85e6 * steps * 262144 * 1.2, rel=0.3)
     assert set(jobs.loc[jobs["rule"] == "theory_run_sfa", "device"]) == {"cpu"}  # --device cpu in the rule
 
 

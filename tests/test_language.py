@@ -93,6 +93,52 @@ def test_documents_are_encoded_in_chunks_to_the_ids_of_one_batch(monkeypatch):
     assert len(chunks) > 5 and sum(chunks) == 30
 
 
+def test_parallel_chunked_encoding_resumes_a_kill_to_the_serial_file(tmp_path, monkeypatch):
+    """The tokens step's encoding over two threads, in chunks: a kill in the third chunk loses
+    only that chunk (the rerun encodes the rest), and the file equals the serial path's."""
+    from sparselen.language import encoding, token_files
+
+    texts = [f"the cat {i} sat on the mat {'and ran ' * (i % 7)}" for i in range(200)]
+    src = tmp_path / "train.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    tok = tokenizer.train_bpe(iter(texts), vocab_size=300, min_frequency=1)
+    tok.save(str(tmp_path / "tok.json"))
+    eos, vocab = tokenizer.eos_id(tok), tokenizer.vocab_size(tok)
+    serial = token_files.write_token_file(tmp_path / "serial.npy", tokenizer.encode_stream(tok, iter(texts)), eos,
+                                          vocab, "uint16")
+    out, calls, encode = tmp_path / "out/train.npy", [], tokenizer.encode
+
+    def killed_in_third(tok, batch, parallel=False):
+        calls.append(len(batch))
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # a kill while the third chunk encodes
+        return encode(tok, batch, parallel)
+
+    def write():
+        return encoding.write_split(out, src, tok, tmp_path / "tok.json", eos, vocab, "uint16", threads=2,
+                                    chunk_chars=300)
+
+    monkeypatch.setattr(tokenizer, "encode", killed_in_third)
+    with pytest.raises(KeyboardInterrupt):
+        write()
+    partial, progress = encoding.partial_paths(out)
+    assert json.loads(progress.read_text())["documents"] == sum(calls[:2]) and not out.exists()
+    with partial.open("ab") as f:
+        f.write(b"\0\0")  # bytes past the last recorded chunk, as a kill mid-write leaves them
+    monkeypatch.setattr(tokenizer, "encode", lambda tok, batch, parallel=False: calls.append(len(batch)) or
+                        encode(tok, batch, parallel))
+    resumed = write()
+    assert sum(calls[3:]) == len(texts) - sum(calls[:2])  # the rerun encoded only what was not kept
+    assert out.read_bytes() == (tmp_path / "serial.npy").read_bytes()
+    assert {k: resumed[k] for k in ("tokens", "documents")} == {k: serial[k] for k in ("tokens", "documents")}
+    assert not partial.exists() and not progress.exists()
+    # a progress file of another encoding is ignored: the split starts over
+    partial.write_bytes(b"\1" * 8)
+    progress.write_text(json.dumps({"fingerprint": "other", "documents": 5, "tokens": 4, "bytes": 8}))
+    write()
+    assert out.read_bytes() == (tmp_path / "serial.npy").read_bytes()
+
+
 def test_local_txt_jsonl_and_json_gz(tmp_path):
     (tmp_path / "a.txt").write_text("first document")
     (tmp_path / "b.jsonl").write_text(json.dumps({"text": "second"}) + "\n\n" + json.dumps({"text": "third"}) + "\n")

@@ -7,6 +7,7 @@ import contextlib
 import logging
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -135,12 +136,32 @@ def analysis_inputs(tmp_path_factory):
     return {"model": str(tmp / "model.pt"), "tokens": str(tmp / "tokens.json")}
 
 
-def analyze(inputs, out, config=None, **changes):
+def analyze(inputs, out, config=None, part=None, parts=1, **changes):
     out.mkdir(exist_ok=True)
     outputs = {name: str(out / f"{name}.csv") for name in ("screen", "planted")} | {"deps": str(out / "dependency.csv")}
-    run(Job.of("language_analyze", input=inputs, output=outputs, wildcards={"seed": 0}, config=config,
-               params={"analysis": {**ANALYSIS, **changes}, "contexts": {"short": SHORT, "long": LONG}}))
+    wildcards = {"seed": 0} | ({} if part is None else {"part": part})
+    run(Job.of("language_analyze", input=inputs, output=outputs, wildcards=wildcards, config=config,
+               params={"analysis": {**ANALYSIS, **changes}, "contexts": {"short": SHORT, "long": LONG},
+                       "parts": parts}))
     return [out / "screen.csv", out / "dependency.csv", out / "planted.csv"]
+
+
+@pytest.mark.parametrize("parts,batch_size", [(3, 1), (2, 2)])
+def test_the_analysis_in_parts_merges_to_the_analysis_in_one(analysis_inputs, tmp_path, parts, batch_size):
+    """Each part analyses its range of tokens (whole batches; a part can be empty), and the
+    merged screen, dependency rows and planted control equal one job's, byte for byte."""
+    whole = analyze(analysis_inputs, tmp_path / "whole", batch_size=batch_size)
+    split = [analyze(analysis_inputs, tmp_path / f"part{p}", part=p, parts=parts, batch_size=batch_size)
+             for p in range(parts)]
+    greedy = [int(d["method"].eq("greedy").sum()) if "method" in d else 0 for d in (pd.read_csv(f) for _, f, _ in split)]
+    assert sum(greedy) == pd.read_csv(whole[1])["method"].eq("greedy").sum() and max(greedy) < sum(greedy)
+    merged = tmp_path / "merged"
+    names = ("screen", "deps", "planted")
+    run(Job.of("language_analysis_merge", input={name: [str(p[i]) for p in split] for i, name in enumerate(names)},
+               output={name: str(merged / f) for name, f in zip(names, ("screen.csv", "dependency.csv", "planted.csv"))},
+               params={"analysis": {**ANALYSIS, "batch_size": batch_size}}))
+    for a in whole:
+        assert a.read_bytes() == (merged / a.name).read_bytes(), a.name
 
 
 def test_the_analysis_on_a_simulated_gpu_gives_the_cpu_rows(analysis_inputs, tmp_path, monkeypatch):

@@ -1,11 +1,12 @@
 """The natural-language DAG (smoke config): jobs per target, outputs, bad corpus paths."""
 
 import collections
+import shutil
 
 import pandas as pd
 import yaml
 
-from conftest import DEFAULT_CONFIG, SMOKE_CONFIG, dry_run_jobs, smoke_config, snakemake
+from conftest import DEFAULT_CONFIG, SMOKE, SMOKE_CONFIG, dry_run_jobs, smoke_config, snakemake
 from sparselen.language.tables import TABLES
 
 
@@ -20,9 +21,27 @@ def test_fig_language_lists_exactly_the_needed_jobs(tmp_path):
     jobs = collections.Counter(rule for rule, _ in planned)
     assert jobs == {"language_corpus": 1, "language_tokenizer": 1, "language_tokens": 1, "language_train": runs,
                     "language_loss_by_position": runs, "language_analyze": len(lang["seeds"]),
+                    "language_analysis_merge": len(lang["seeds"]),
                     "language_transfer": runs, "language_table": len(TABLES), "language_figures": 1,
                     "fig_language": 1}
     assert {w["table"] for rule, w in planned if rule == "language_table"} == set(TABLES)
+
+
+def test_the_analysis_in_parts_writes_the_table_of_one_job(tmp_path):
+    """language.analysis_parts: 2 on the smoke config (batches of 2 tokens, so both parts have
+    some) runs a job per part and seed, whose merge equals the analysis in one job."""
+    overlay = tmp_path / "parts.yaml"
+    target = "results/language/analysis/seed0/dependency.csv"
+    outputs = [target.replace("dependency", name) for name in ("screen", "dependency", "planted")]
+    merged = {}
+    for parts in (2, 1):
+        overlay.write_text(yaml.safe_dump({"language": {"analysis_parts": parts, "analysis": {"batch_size": 2}}}))
+        snakemake(tmp_path, target, "--cores", "1", configfile=[*SMOKE, overlay])
+        merged[parts] = [(tmp_path / f).read_bytes() for f in outputs]
+        analysed = tmp_path / "results/language/analysis"
+        assert sorted(p.name for p in (analysed / "seed0").glob("part*")) == [f"part{p}" for p in range(parts)]
+        shutil.rmtree(analysed)  # the next run analyses again, from the same trained model
+    assert merged[2] == merged[1]
 
 
 def test_smoke_run_language_outputs(smoke_run):

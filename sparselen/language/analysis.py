@@ -5,6 +5,7 @@ so that a job killed at its time limit goes on where it stopped."""
 
 from __future__ import annotations
 
+import math
 import sys
 
 import pandas as pd
@@ -17,6 +18,8 @@ from sparselen.language.dependency import greedy, selector_ranking
 from sparselen.language.evaluate import last_token_loss, subset_loss
 from sparselen.language.progress import Progress
 from sparselen.rng import generator
+
+PLANTED_COLUMNS = ("distance", "source_first")  # the planted control's dependency rows only
 
 
 def context_losses(model, docs, positions, lengths, batch_size: int, device) -> dict[int, torch.Tensor]:
@@ -61,11 +64,12 @@ def dependency_rows(rows: list[dict], tokens: pd.DataFrame, cols: list[str], sho
 
 
 def greedy_rows(model, ctx: torch.Tensor, tgt: torch.Tensor, short: int, ks: list[int], method: str,
-                batch_size: int, device, progress: Progress | None = None) -> tuple[list[dict], list[list[int]]]:
-    """Greedy L_k rows (keyed by token index ``i``) for each context, and the chosen far
-    indices; ``distances`` lists the chosen tokens' distances from the target in choice order.
-    Each token's search is kept in ``progress`` under ``method`` (a resumed search skips the
-    tokens already searched)."""
+                batch_size: int, device, progress: Progress | None = None,
+                first: int = 0) -> tuple[list[dict], list[list[int]]]:
+    """Greedy L_k rows (keyed by token index ``i``, from ``first``) for each context, and the
+    chosen far indices; ``distances`` lists the chosen tokens' distances from the target in
+    choice order. Each token's search is kept in ``progress`` under ``method`` (a resumed search
+    skips the tokens already searched)."""
     progress = Progress() if progress is None else progress
     searches = progress.tokens(method)  # (chosen, losses) per token searched before
     bar = {"desc": method, "file": sys.stderr, "mininterval": 1.0 if sys.stderr.isatty() else 30.0}
@@ -76,27 +80,40 @@ def greedy_rows(model, ctx: torch.Tensor, tgt: torch.Tensor, short: int, ks: lis
     for i, (chosen, losses) in enumerate(searches):
         sets.append(chosen)
         for k in ks:
-            rows.append({"i": i, "method": method, "k": k, "L_k": losses[k - 1], "overlap": 1.0,
+            rows.append({"i": first + i, "method": method, "k": k, "L_k": losses[k - 1], "overlap": 1.0,
                          "distances": " ".join(str(long - c) for c in chosen[:k])})
     return rows, sets
 
 
 def selector_rows(model, ctx: torch.Tensor, tgt: torch.Tensor, short: int, cfg: dict, greedy_sets: list[list[int]],
-                  device) -> list[dict]:
+                  device, span: tuple[int, int] | None = None) -> list[dict]:
     """L_k rows of each cheap selector (``cfg`` = language.analysis) and the share of its k
-    tokens that greedy also chose. The selectors run in batches of ``selector_batch_size``
-    when given (the saliency pass has a backward pass), their L_k in ``batch_size``."""
+    tokens that greedy also chose, for the tokens ``span`` (lo, hi) of ``ctx`` (all when None;
+    ``greedy_sets`` are theirs). The selectors run in batches of ``selector_batch_size`` when
+    given (the saliency pass has a backward pass), their L_k in ``batch_size``; the random
+    selector draws for every token, so that a span ranks as the whole does."""
     rows, ks, bs = [], sorted(cfg["k"]), cfg["batch_size"]
+    lo, hi = span or (0, len(ctx))
     for name in cfg["selectors"]:
-        ranking = selector_ranking(name, model, ctx, tgt, short, cfg.get("selector_batch_size", bs), device,
-                                   cfg["seed"])
+        if name == "random":
+            ranking = selector_ranking(name, model, ctx, tgt, short, bs, device, cfg["seed"])[lo:hi]
+        else:
+            ranking = selector_ranking(name, model, ctx[lo:hi], tgt[lo:hi], short, cfg.get("selector_batch_size", bs),
+                                       device, cfg["seed"])
         for k in ks:
-            loss = subset_loss(model, ctx, tgt, ranking[:, :k], short, bs, device)
-            for i in range(len(ctx)):
+            loss = subset_loss(model, ctx[lo:hi], tgt[lo:hi], ranking[:, :k], short, bs, device)
+            for i in range(hi - lo):
                 overlap = len(set(ranking[i, :k].tolist()) & set(greedy_sets[i][:k])) / k
-                rows.append({"i": i, "method": name, "k": k, "L_k": float(loss[i]), "overlap": overlap,
+                rows.append({"i": lo + i, "method": name, "k": k, "L_k": float(loss[i]), "overlap": overlap,
                              "distances": ""})
     return rows
+
+
+def part_span(n: int, part: int, parts: int, block: int = 1) -> tuple[int, int]:
+    """Tokens (lo, hi) of part ``part`` of ``parts`` of ``n``: whole blocks of ``block``
+    tokens, as even as they go, so that a part's batches are the whole analysis' batches."""
+    blocks = -(-n // block)
+    return min(n, block * (blocks * part // parts)), min(n, block * (blocks * (part + 1) // parts))
 
 
 def dependency_type(ctx: torch.Tensor, tgt: torch.Tensor, short: int, sets: list[list[int]]) -> pd.DataFrame:
@@ -108,9 +125,11 @@ def dependency_type(ctx: torch.Tensor, tgt: torch.Tensor, short: int, sets: list
 
 
 def sparse_dependency(model, docs, screened: pd.DataFrame, cfg: dict, short: int, long: int,
-                      device, progress: Progress | None = None) -> pd.DataFrame:
+                      device, progress: Progress | None = None, part: tuple[int, int] = (0, 1)) -> pd.DataFrame:
     """L_k for k in cfg["k"] by greedy and by each cheap selector, on the analysed tokens; with
     ``null_control``, greedy again over another document's far context (method greedy_null).
+    ``part`` (p, parts): only the p-th of ``parts`` token ranges (``part_span``); the parts'
+    rows, concatenated and put in order (``merge_parts``), are the whole analysis' rows.
 
     Columns: doc, t, method, k, L_k, L_short, L_long, recovered = (L_short - L_k) /
     (L_short - L_long) (the real benefit, also for the null control), overlap (share of the
@@ -121,25 +140,31 @@ def sparse_dependency(model, docs, screened: pd.DataFrame, cfg: dict, short: int
     positions = list(zip(tokens["doc"], tokens["t"]))
     ctx, tgt = contexts(docs, positions, long)
     ks, bs = sorted(cfg["k"]), cfg["batch_size"]
-    rows, greedy_sets = greedy_rows(model, ctx, tgt, short, ks, "greedy", bs, device, progress)
-    rows += progress.stage("selectors", lambda: selector_rows(model, ctx, tgt, short, cfg, greedy_sets, device))
+    lo, hi = part_span(len(tokens), *part, block=math.lcm(bs, cfg.get("selector_batch_size", bs)))
+    if lo == hi:
+        return pd.DataFrame()
+    rows, greedy_sets = greedy_rows(model, ctx[lo:hi], tgt[lo:hi], short, ks, "greedy", bs, device, progress, lo)
+    rows += progress.stage("selectors", lambda: selector_rows(model, ctx, tgt, short, cfg, greedy_sets, device,
+                                                              (lo, hi)))
     if cfg.get("null_control", True):
         null_ctx, _ = null_contexts(docs, positions, short, long, generator("language-null-control", cfg["seed"]))
-        rows += greedy_rows(model, null_ctx, tgt, short, ks, "greedy_null", bs, device, progress)[0]
-    tokens = tokens.join(dependency_type(ctx, tgt, short, greedy_sets))
+        rows += greedy_rows(model, null_ctx[lo:hi], tgt[lo:hi], short, ks, "greedy_null", bs, device, progress, lo)[0]
+    tokens = tokens.iloc[lo:hi].join(dependency_type(ctx[lo:hi], tgt[lo:hi], short, greedy_sets).set_index(
+        tokens.index[lo:hi]))
     cols = ["doc", "t", "target", "L_short", "L_long", "target_in_far", "top_distance"]
     return dependency_rows(rows, tokens, cols, short, long)
 
 
-def planted_control(model, docs, cfg: dict, short: int, long: int, device,
-                    progress: Progress | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def planted_control(model, docs, cfg: dict, short: int, long: int, device, progress: Progress | None = None,
+                    part: tuple[int, int] = (0, 1)) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The positive control (``cfg`` = language.analysis; its ``planted`` section): held-out
     windows with a planted repeat at each distance, screened like real tokens, and greedy on
     those whose copy lies beyond the short window and whose benefit is >= min_benefit.
 
     Returns (screen: doc, t, distance, beyond, L_short, L_long, benefit, analysed; dependency
     rows as ``sparse_dependency``'s, method greedy_planted, with the planted distance and
-    whether greedy's first token is the copy's source)."""
+    whether greedy's first token is the copy's source). ``part`` (p, parts): greedy on the
+    p-th of ``parts`` ranges of those repeats only; the screen is whole in every part."""
     progress = Progress() if progress is None else progress
     p, bs = cfg["planted"], cfg["batch_size"]
     positions = sample_positions(docs, long, p["tokens"], generator("language-planted", cfg["seed"]))
@@ -150,7 +175,8 @@ def planted_control(model, docs, cfg: dict, short: int, long: int, device,
     scr["beyond"] = scr["distance"] > short
     scr["benefit"] = scr["L_short"] - scr["L_long"]
     scr["analysed"] = scr["beyond"] & (scr["benefit"] >= cfg["min_benefit"])
-    keep = torch.tensor(scr.index[scr["analysed"]].to_numpy())
+    keep = torch.tensor(scr.index[scr["analysed"]].to_numpy(), dtype=torch.long)
+    keep = keep[slice(*part_span(len(keep), *part))]
     rows, sets = greedy_rows(model, ctx[keep], tgt[keep], short, sorted(cfg["k"]), "greedy_planted", bs, device,
                              progress)
     if not rows:
@@ -158,6 +184,24 @@ def planted_control(model, docs, cfg: dict, short: int, long: int, device,
     tokens = scr.loc[keep.numpy()].reset_index(drop=True)
     tokens = tokens.join(dependency_type(ctx[keep], tgt[keep], short, sets))
     tokens["source_first"] = tokens["top_distance"] == tokens["distance"]
-    cols = ["doc", "t", "target", "L_short", "L_long", "target_in_far", "top_distance", "distance", "source_first"]
+    cols = ["doc", "t", "target", "L_short", "L_long", "target_in_far", "top_distance", *PLANTED_COLUMNS]
     return scr, dependency_rows(rows, tokens, cols, short, long)
 
+
+
+def merge_parts(parts: list[pd.DataFrame], selectors: list[str], last: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The dependency rows of an analysis' parts (in part order) in the order of the whole
+    analysis: greedy, each selector (by k, then token), greedy_null, greedy_planted; its
+    columns as the whole's: the real tokens', the planted control's own, then ``last``."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame()
+    df = pd.concat(parts, ignore_index=True)
+    rank = {m: r for r, m in enumerate(["greedy", *selectors, "greedy_null", "greedy_planted"])}
+    unknown = set(df["method"]) - set(rank)
+    if unknown:
+        raise ValueError(f"analysis parts have methods {sorted(unknown)} beyond language.analysis.selectors {selectors}")
+    key = df["method"].map(rank) * (1 + df["k"].max()) + df["k"].where(df["method"].isin(selectors), 0)
+    own = (*PLANTED_COLUMNS, *last)
+    cols = [c for c in df.columns if c not in own] + [c for c in own if c in df.columns]
+    return df.iloc[key.argsort(kind="stable")][cols].reset_index(drop=True)

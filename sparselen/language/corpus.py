@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import importlib.util
+import itertools
 import json
 from pathlib import Path
 
@@ -129,8 +130,9 @@ def write_split(cfg: dict, paths: dict) -> dict:
     return counts
 
 
-def texts(path):
-    """The texts of a split's JSONL file (``write_split``), one at a time."""
+def texts(path, skip: int = 0):
+    """The texts of a split's JSONL file (``write_split``), one at a time, after the first
+    ``skip`` (passed over unparsed: a resumed tokenization)."""
     with open(path, encoding="utf-8") as f:
-        for line in f:
+        for line in itertools.islice(f, skip, None):
             yield json.loads(line)["text"]

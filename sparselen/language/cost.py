@@ -52,7 +52,9 @@ def tokenizer(job, config) -> Work:
 
 
 def tokens(job, config) -> Work:
-    return Work(model_job=False).unit("encode_char", corpus_size(config["language"]["corpus"])[1])
+    """Encoding over the job's threads (language.tokens_threads; reading and writing are a
+    small serial share, taken as scaling with them)."""
+    return Work(model_job=False).unit("encode_char", corpus_size(config["language"]["corpus"])[1] / job.threads)
 
 
 def token_files(job, config) -> Work:
@@ -90,10 +92,11 @@ def loss_by_position(job, config) -> Work:
 
 
 def analyze(job, config) -> Work:
-    """The analysis, run with the reference model (the first long-context run)."""
+    """One of ``params.parts`` parts of the analysis, run with the reference model (the first
+    long-context run)."""
     lang, ctx = config["language"], job.params.contexts
     run = lang["schemes"]["long"][0]
-    w = analysis_work(_shape(lang, run), job.params.analysis, ctx["short"], ctx["long"])
+    w = analysis_work(_shape(lang, run), job.params.analysis, ctx["short"], ctx["long"], job.params.parts)
     return analysis_memory(w, _config(lang, run), job.params.analysis, ctx["long"])
 
 
@@ -121,12 +124,14 @@ def transfer(job, config) -> Work:
                                                    per_position_loss=True))
 
 
-table = figures = aggregate
+table = figures = analysis_merge = aggregate
 
 
-def analysis_work(shape: Shape, a: dict, short: int, long: int) -> Work:
-    """``language.analysis``: screening, greedy selection, cheap selectors (sparselen.language)."""
-    B, n_tok, kmax = a["batch_size"], a["tokens"], max(a["k"])
+def analysis_work(shape: Shape, a: dict, short: int, long: int, parts: int = 1) -> Work:
+    """``language.analysis``: screening, greedy selection, cheap selectors (sparselen.language);
+    with ``parts``, one part: the whole screen, its share of the tokens."""
+    B, kmax = a["batch_size"], max(a["k"])
+    n_tok = -(-a["tokens"] // parts)
     n_far = long - short
     w = Work()
     for b in chunks(a["candidates"], B):  # screen: L_long and L_short of every candidate
@@ -137,7 +142,7 @@ def analysis_work(shape: Shape, a: dict, short: int, long: int) -> Work:
     # greedy on the analysed tokens, again on the null far context, and at most on every planted
     # repeat beyond the short window
     beyond = sum(d > short for d in pl["distances"]) / len(pl["distances"])
-    n_greedy = n_tok * (2 if a["null_control"] else 1) + int(pl["tokens"] * beyond)
+    n_greedy = n_tok * (2 if a["null_control"] else 1) + -(-int(pl["tokens"] * beyond) // parts)
     # the job keeps its progress after each token's greedy search (sparselen.language.progress)
     w.resumable, w.train_steps, w.checkpoint_every = ("forward", "grad"), n_greedy, 1
     for j in range(kmax):  # greedy step j: n_far - j candidates of short + j + 1 tokens, per token

@@ -16,7 +16,7 @@ from sparselen.architectures import model_config
 from sparselen import distributed
 from sparselen.distributed import DataParallel
 from sparselen.jobs import named, runtime
-from sparselen.language import analysis, controls, corpus as corpora, data, tokenizer as tokenizers
+from sparselen.language import analysis, controls, corpus as corpora, data, encoding, tokenizer as tokenizers
 from sparselen.language import token_files as token_file_format
 from sparselen.language.evaluate import compile_analysis
 from sparselen.language.evaluate import loss_by_position as losses_by_position
@@ -58,15 +58,18 @@ def tokenizer(job) -> None:
 
 def tokens(job) -> None:
     """Held-out documents, then the training stream, as OLMo-format token files named by
-    ``tokens.json``: documents stream from the corpus' files through the tokenizer in chunks, so
-    memory does not grow with the corpus; every model step reads the files in place."""
+    ``tokens.json``: documents stream from the corpus' files through the tokenizer in chunks
+    encoded over the job's threads, so memory does not grow with the corpus and a killed job
+    resumes at its last chunk (``sparselen.language.encoding``); every model step reads the
+    files in place."""
+    tokenizers.use_threads(job.threads)
     tok = tokenizers.load(job.input.tokenizer)
     eos, vocab = tokenizers.eos_id(tok), tokenizers.vocab_size(tok)
     dtype = token_file_format.dtype_for_vocab(vocab)
 
     def write(split: str) -> dict:
-        ids = tokenizers.encode_stream(tok, corpora.texts(getattr(job.input, split)))
-        return token_file_format.write_token_file(getattr(job.output, split), ids, eos, vocab, dtype)
+        return encoding.write_split(getattr(job.output, split), getattr(job.input, split), tok, job.input.tokenizer,
+                                    eos, vocab, dtype, job.threads)
 
     files = {"eval": write("eval")}  # first: held-out documents too short fail before the long encoding
     lengths = [len(d) for d in token_file_format.TokenStream(job.output.eval, dtype, vocab, eos).documents()]
@@ -151,9 +154,13 @@ def loss_by_position(job) -> None:
 
 
 def analyze(job) -> None:
-    """Screen tokens, then greedy and cheap-selector L_k (params analysis, contexts). Resumable:
-    its stages and per-token searches are kept beside the outputs (``sparselen.language.progress``)."""
+    """Screen tokens, then greedy and cheap-selector L_k (params analysis, contexts) on part
+    ``wildcards.part`` of ``params.parts`` of the analysed tokens (all by default); every part
+    screens the same tokens (a few minutes of the hours), ``analysis_merge`` joins the parts.
+    Resumable: its stages and per-token searches are kept beside the outputs
+    (``sparselen.language.progress``)."""
     ctx, dev = job.params.contexts, runtime(job).device
+    part = (int(named(job.wildcards).get("part", 0)), int(getattr(job.params, "parts", 1)))
     a = dict(job.params.analysis)  # the selectors (saliency: forward and backward) keep its batch_size
     a |= {"batch_size": analysis_batch_size(job, a["batch_size"]), "selector_batch_size": a["batch_size"]}
     model, prov = analysis_model(job)
@@ -164,20 +171,47 @@ def analyze(job) -> None:
     screened = progress.stage("screen", lambda: analysis.screen(model, docs, a, short, long, dev))
     io.write_csv(screened.assign(seed=prov["seed"], config_hash=prov["config_hash"]), job.output.screen)
     n = int(screened["analysed"].sum())
-    log.info("%d of %d tokens have benefit >= %s; analysing %d", int((screened["benefit"] >= a["min_benefit"]).sum()),
-             len(screened), a["min_benefit"], n)
+    log.info("%d of %d tokens have benefit >= %s; analysing %d (part %d of %d)",
+             int((screened["benefit"] >= a["min_benefit"]).sum()), len(screened), a["min_benefit"], n, part[0] + 1,
+             part[1])
     if n < 2:
         raise ValueError(f"only {n} of {len(screened)} screened tokens have L_short - L_long >= "
                          f"language.analysis.min_benefit = {a['min_benefit']}; lower it or raise candidates")
-    deps = analysis.sparse_dependency(model, docs, screened, a, short, long, dev, progress)
-    planted, planted_deps = analysis.planted_control(model, docs, a, short, long, dev, progress)
+    deps = analysis.sparse_dependency(model, docs, screened, a, short, long, dev, progress, part)
+    planted, planted_deps = analysis.planted_control(model, docs, a, short, long, dev, progress, part)
     log.info("planted control: %d of %d repeats beyond the short window have benefit >= %s",
              int(planted["analysed"].sum()), int(planted["beyond"].sum()), a["min_benefit"])
-    deps = pd.concat([deps, planted_deps], ignore_index=True)
+    frames = [d for d in (deps, planted_deps) if len(d)]  # a part can have no tokens of either
+    deps = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     planted["seed"] = deps["seed"] = prov["seed"]
     planted["config_hash"] = deps["config_hash"] = prov["config_hash"]
     io.write_csv(planted, job.output.planted)
     io.write_csv(deps, job.output.deps)
+
+
+def analysis_merge(job) -> None:
+    """One seed's analysis from its parts (``input.screen``, ``deps``, ``planted``: a list each,
+    in part order): the screens, equal in every part, once; the dependency rows in the order
+    of an analysis in one part (``analysis.merge_parts``)."""
+    for name in ("screen", "planted"):
+        paths = list(getattr(job.input, name))
+        first = pd.read_csv(paths[0])
+        for path in paths[1:]:
+            if not first[["doc", "t", "analysed"]].equals(pd.read_csv(path)[["doc", "t", "analysed"]]):
+                raise ValueError(f"analysis parts analysed different tokens: {paths[0]} and {path} (the parts "
+                                 "must run on one kind of device: rerun them, or set language.analysis_parts: 1)")
+        io.write_csv(first, getattr(job.output, name))
+    deps = analysis.merge_parts([_read_rows(f) for f in job.input.deps], list(job.params.analysis["selectors"]),
+                                last=("seed", "config_hash"))
+    io.write_csv(deps, job.output.deps)
+
+
+def _read_rows(path) -> pd.DataFrame:
+    """A part's dependency rows (an empty part's file has none)."""
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
 
 
 def analysis_model(job):

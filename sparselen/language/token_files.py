@@ -43,24 +43,36 @@ def write_token_file(path, docs, eos_id: int, vocab_size: int, dtype: str | None
     """Write ``docs`` (lists/arrays of ids), each followed by ``eos_id``, as one headerless
     memmap; atomically. Returns {path, dtype, tokens, documents}."""
     dtype = dtype or dtype_for_vocab(vocab_size)
+    check_ids_fit(eos_id, vocab_size, dtype)
+    with io.atomic_path(path) as tmp, open(tmp, "wb") as f:
+        n_tokens, n_docs = append_documents(f, docs, eos_id, vocab_size, dtype)
+    return {"path": str(path), "dtype": dtype, "tokens": n_tokens, "documents": n_docs}
+
+
+def check_ids_fit(eos_id: int, vocab_size: int, dtype: str) -> None:
+    """Refuse a dtype, EOS id or vocabulary that the file format cannot hold."""
     _check_dtype(dtype)
     if not 0 <= eos_id < vocab_size:
         raise ValueError(f"eos_id={eos_id} is not an id of a vocabulary of {vocab_size}")
     limit = np.iinfo(dtype).max
     if vocab_size - 1 > limit:
         raise ValueError(f"a vocabulary of {vocab_size} does not fit {dtype} (ids up to {limit}); use uint32")
+
+
+def append_documents(f, docs, eos_id: int, vocab_size: int, dtype: str, first: int = 0) -> tuple[int, int]:
+    """Append ``docs``, each followed by ``eos_id``, to the open binary file ``f``; (tokens,
+    documents) written. ``first``: the index of the first document, for error messages."""
     n_tokens = n_docs = 0
     eos = np.array([eos_id], dtype=dtype)
-    with io.atomic_path(path) as tmp, open(tmp, "wb") as f:
-        for doc in docs:
-            a = np.asarray(doc, dtype=np.int64)
-            if a.size and (a.min() < 0 or a.max() >= vocab_size):
-                raise ValueError(f"document {n_docs} has ids outside [0, {vocab_size})")
-            f.write(a.astype(dtype).tobytes())
-            f.write(eos.tobytes())
-            n_tokens += a.size + 1
-            n_docs += 1
-    return {"path": str(path), "dtype": dtype, "tokens": n_tokens, "documents": n_docs}
+    for doc in docs:
+        a = np.asarray(doc, dtype=np.int64)
+        if a.size and (a.min() < 0 or a.max() >= vocab_size):
+            raise ValueError(f"document {first + n_docs} has ids outside [0, {vocab_size})")
+        f.write(a.astype(dtype).tobytes())
+        f.write(eos.tobytes())
+        n_tokens += a.size + 1
+        n_docs += 1
+    return n_tokens, n_docs
 
 
 def _check_dtype(dtype: str) -> None:

@@ -71,21 +71,36 @@ def vocab_size(tok) -> int:
     return max(tok.get_vocab(with_added_tokens=True).values()) + 1
 
 
-def encode(tok, texts: list[str]) -> list[list[int]]:
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+def use_threads(threads: int) -> None:
+    """Encode on ``threads`` threads from now on in this process: the library's batch
+    encoding runs on a thread pool sized when first used, so call this before any encoding."""
+    os.environ["RAYON_NUM_THREADS"] = str(max(1, threads))
+
+
+def encode(tok, texts: list[str], parallel: bool = False) -> list[list[int]]:
+    """The ids of each of ``texts``; ``parallel``: the documents spread over the library's
+    thread pool (``use_threads``). A document's ids do not depend on the thread that encodes
+    it, so both give the same ids (``tests/test_language.py``)."""
+    os.environ["TOKENIZERS_PARALLELISM"] = "true" if parallel else "false"
     return [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+
+
+def batches(texts, chunk_chars: int = CHUNK_CHARS):
+    """``texts`` (any iterable) in lists of about ``chunk_chars`` characters, in order."""
+    batch, chars = [], 0
+    for text in texts:
+        batch.append(text)
+        chars += len(text)
+        if chars >= chunk_chars:
+            yield batch
+            batch, chars = [], 0
+    if batch:
+        yield batch
 
 
 def encode_stream(tok, texts, chunk_chars: int = CHUNK_CHARS):
     """The ids of each of ``texts`` (any iterable), in order, one document at a time: encoded
     in batches of about ``chunk_chars`` characters, so that memory holds one batch whatever the
     corpus' size."""
-    batch, chars = [], 0
-    for text in texts:
-        batch.append(text)
-        chars += len(text)
-        if chars >= chunk_chars:
-            yield from encode(tok, batch)
-            batch, chars = [], 0
-    if batch:
+    for batch in batches(texts, chunk_chars):
         yield from encode(tok, batch)

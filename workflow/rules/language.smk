@@ -13,8 +13,12 @@ LANG_PROCS = LANG["parallel"]["processes"]
 LANG_NODES = LANG["parallel"]["nodes"]
 # Minutes of a language training or analysis (None: resources.runtime).
 LANG_RUNTIME = config["resources"].get("language_runtime")
-# Minutes of the tokenization: one thread, no checkpoint, hours at paper scale.
+# Minutes of the tokenization (over LANG_TOKENS_THREADS threads; a killed job resumes at its
+# last chunk).
 LANG_TOKENS_RUNTIME = config["resources"]["tokens_runtime"]
+LANG_TOKENS_THREADS = LANG["tokens_threads"]
+# The analysis of each seed in parts by token range, one job each, merged after.
+LANG_PARTS = LANG["analysis_parts"]
 LANG_DIR = "results/language"
 LANG_RUN = f"{LANG_DIR}/ctx{{context}}/{{run}}/seed{{seed}}"
 LANG_RUNS = [
@@ -27,6 +31,7 @@ LANG_REF_RUN = (
     f"{LANG_DIR}/ctx{LANG_CTX['long']}/{LANG['schemes']['long'][0]}/seed{{seed}}"
 )
 LANG_ANALYSIS = f"{LANG_DIR}/analysis/seed{{seed}}"
+LANG_ANALYSIS_PART = f"{LANG_ANALYSIS}/part{{part}}"
 RUN_TABLES["language"] = {
     "deps": expand(f"{LANG_ANALYSIS}/dependency.csv", seed=training_seeds(LANG)),
     "transfer": [f"{run}/analysed_token_losses.csv" for run in LANG_RUNS],
@@ -103,6 +108,7 @@ rule language_tokens:
         GROUP_DATA
     conda:
         ENV
+    threads: LANG_TOKENS_THREADS
     resources:
         runtime=lambda wildcards, attempt: LANG_TOKENS_RUNTIME * attempt,
     script:
@@ -194,13 +200,15 @@ rule language_analyze:
         model=f"{LANG_REF_RUN}/model.pt",
         tokens=LANG_TOKENS,
     output:
-        screen=f"{LANG_ANALYSIS}/screen.csv",
-        deps=f"{LANG_ANALYSIS}/dependency.csv",
-        planted=f"{LANG_ANALYSIS}/planted.csv",
+        screen=f"{LANG_ANALYSIS_PART}/screen.csv",
+        deps=f"{LANG_ANALYSIS_PART}/dependency.csv",
+        planted=f"{LANG_ANALYSIS_PART}/planted.csv",
     log:
-        "logs/language/analyze/seed{seed}.log",
+        "logs/language/analyze/seed{seed}_part{part}.log",
     benchmark:
-        "results/benchmarks/language/analyze/seed{seed}.tsv"
+        "results/benchmarks/language/analyze/seed{seed}_part{part}.tsv"
+    wildcard_constraints:
+        part=r"\d+",
     priority: LANG_PRIORITY
     conda:
         ENV
@@ -210,6 +218,30 @@ rule language_analyze:
     params:
         analysis=LANG["analysis"],
         contexts=LANG_CTX,
+        parts=LANG_PARTS,
+    script:
+        JOB
+
+
+rule language_analysis_merge:
+    input:
+        **{
+            name: expand(path, part=range(LANG_PARTS), allow_missing=True)
+            for name, path in rules.language_analyze.output.items()
+        },
+    output:
+        screen=f"{LANG_ANALYSIS}/screen.csv",
+        deps=f"{LANG_ANALYSIS}/dependency.csv",
+        planted=f"{LANG_ANALYSIS}/planted.csv",
+    log:
+        "logs/language/analysis_merge/seed{seed}.log",
+    benchmark:
+        "results/benchmarks/language/analysis_merge/seed{seed}.tsv"
+    priority: LANG_PRIORITY
+    conda:
+        ENV
+    params:
+        analysis=LANG["analysis"],
     script:
         JOB
 
