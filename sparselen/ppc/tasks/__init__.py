@@ -1,4 +1,5 @@
-"""The PPC tasks. Each module defines VOCAB, SIZE (what a size counts, for figure labels),
+"""The PPC tasks. Each module defines VOCAB, EOS (the token that ends every response, and
+nowhere else in it: where a generated response ends), SIZE (what a size counts, for figure labels),
 ORIGIN ("paper": a task the paper tests PPC on; "ours": our own), ``sample(sizes, g, **params)
 -> Samples``, and, of its sampler's parameters: ``ids_depend_on_input`` (whether plain coupling
 needs an oracle for the response's ids), ``control`` (why the task, so configured, needs no
