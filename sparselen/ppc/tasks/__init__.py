@@ -7,7 +7,8 @@ coupling and is a control of the claims; "" when it needs coupling), ``max_coupl
 ``max_first_lookup(size)`` (the longest id distance from the last prompt token to the
 first response id) and ``chance_exact_match(size)`` (the exact match of a model that keeps the
 format and ids and guesses every token it must look up: the level a run that did not
-generalize sits at). A task whose coupled lookups stay within units of the prompt (lines, pairs)
+generalize sits at). A task the paper tests PPC on (ORIGIN "paper") also defines ``form(**params)``,
+the form run in words. A task whose coupled lookups stay within units of the prompt (lines, pairs)
 also defines ``unit_starts(samples)``, where its ids may be skipped (``ppc.<task>.id_skips``).
 A new task is one module, its schema block and a line here.
 

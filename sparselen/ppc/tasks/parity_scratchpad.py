@@ -42,6 +42,11 @@ def control(**params) -> str:
     return ""
 
 
+def form(k=(1, 4), dense: bool = False, **params) -> str:
+    """The form run, in words (C2's verdict line)."""
+    return "parity with a scratchpad, every pair marked" if dense else f"parity with a scratchpad, k {k[0]}-{k[1]}"
+
+
 def max_coupled_id(size: int, **params) -> int:
     """Largest coupled id of a sample of this size (before any training offset): the answer's and ``$``'s."""
     return 2 * size + 1
