@@ -50,3 +50,18 @@ def test_c2_is_decided_on_both_paper_tasks_tested_far_enough(deciding, name):
     assert not parity["dense"] and parity["k"][1] >= 2
     # variable assignment's C2 form copies constants of several digits (one digit: its control)
     assert p["variable_assignment_digits"]["value_digits"][1] >= 2
+
+
+def test_c2_rows_name_the_form_and_how_far_it_was_tested(deciding):
+    """The row C2's verdict line cites says which form of the paper's task was run and to how
+    many times its longest training size: from the config's facts."""
+    from sparselen.calibration.tables import ppc_runs
+    from sparselen.verdicts import Settings
+
+    facts = ppc_claims.facts(deciding["paper.yaml"])
+    runs = ppc_runs(lambda task, scheme, size: 0.99 if size <= 4 else {"nope": 0.0, "pose": 0.1}.get(scheme, 0.95),
+                    tasks=("parity_scratchpad",))
+    rows = ppc_claims.ppc_predicts_ids({"evals": runs}, Settings(n_boot=50, seed=0, facts=facts))
+    assert [r.group for r in rows if not r.control] == [
+        "parity_scratchpad (parity with a scratchpad, k 1-4 [paper's task, our format], tested to 10x the longest "
+        "training size)"]
