@@ -527,7 +527,9 @@ def test_what_a_task_is_to_the_claims_follows_from_its_module():
     f = ppc_claims.facts({**section, "tasks": [*section["tasks"], "parity_scratchpad"]})["tasks"]
     assert f["variable_assignment"]["control"] and not f["variable_assignment_digits"]["control"]
     assert f["variable_assignment_digits"] == {"ids_depend_on_input": True, "control": "", "origin": "paper",
-                                               "id_skips": 1, "chance": {}}
+                                               "form": "variable assignment, chains of depth <= 3, 2-4-digit constants",
+                                               "tested_to": None, "id_skips": 1, "chance": {}}
+    assert f["parity_scratchpad"]["tested_to"] == 2 and f["parity_scratchpad"]["form"].endswith("k 1-2")
     assert not f["parity_scratchpad_dense"]["ids_depend_on_input"]
     # chance: every pair marked, 2^-l; k in [1, 2], a guessed bit or two, whatever the length
     assert f["parity_scratchpad_dense"]["chance"] == {4: 1 / 16, 16: 0.5**16}

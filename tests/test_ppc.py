@@ -3,6 +3,7 @@ fed back as the reconstruction says, the id embedding, config checks, and the wo
 steps end to end (with a task's own model overrides)."""
 
 import copy
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -219,53 +220,122 @@ def test_pose_runs_shift_plain_positions_not_coupled_ids():
     assert (steps >= 1).all() and (steps > 1).any() and (ids[:, 0] == 0).all() and int(ids.max()) < 64 and T > 2
 
 
-@pytest.mark.parametrize("scheme", ["rope", "coupled", "ppc"])
-def test_cell_scores_of_prompts_of_several_lengths(scheme):
+class Scripted:
+    """A stand-in model that answers each prompt it is given with a scripted response (tokens
+    and ids, by the prompt's tokens), then ``filler`` tokens at id 0 forever: what generation
+    and scoring make of it is what the counts see. ``steps``: the model calls of the last
+    generation."""
+
+    def __init__(self, scripts: dict, vocab: int, max_id: int = 63, scheme: str = "ppc", filler: int = 0):
+        self.cfg = SimpleNamespace(scheme=scheme)
+        self.scripts, self.vocab, self.max_id, self.filler = scripts, vocab, max_id, filler
+
+    def new_cache(self):
+        return None
+
+    def __call__(self, seq, ids, cache=None, last_only=False):
+        if seq.shape[1] > 1:  # a new prompt
+            self.rows, self.steps = [self.scripts[tuple(row)] for row in seq.tolist()], 0
+        step, self.steps = self.steps, self.steps + 1
+        at = [(t[step], i[step]) if step < len(t) else (self.filler, 0) for t, i in self.rows]
+        tokens, pos = torch.tensor(at).T
+        return (torch.nn.functional.one_hot(tokens, self.vocab)[:, None].float(),
+                torch.nn.functional.one_hot(pos, self.max_id + 1)[:, None].float())
+
+
+def scripts_of(s, edit=lambda i, tokens, ids: (tokens, ids)):
+    """Each sample's true response (tokens, ids), keyed by its prompt, as ``edit`` changes it."""
+    out = {}
+    for i in range(len(s)):
+        P, L = int(s.prompt_len[i]), int(s.length[i])
+        out[tuple(s.tokens[i, :P].tolist())] = edit(i, s.tokens[i, P:L].tolist(), s.position_ids[i, P:L].tolist())
+    assert len(out) == len(s)  # prompts tell samples apart
+    return out
+
+
+def test_exact_match_needs_the_response_to_end_where_the_target_ends_and_every_id():
+    """Parity with a scratchpad (responses of 3 and 4 tokens in one batch): a model that gets
+    every token and id right is exact whatever it emits after its end; one that never ends, ends
+    early, or gets only the answer's id (no marked bit follows) or the end token's id wrong is not."""
+    from sparselen.ppc.tasks import parity_scratchpad as task
+
+    s = task.sample(torch.full((40,), 9), generator("cells", 3), k=(1, 2))
+    n, lengths = len(s), s.length - s.prompt_len
+    assert set(lengths.tolist()) == {3, 4}
+    cases = {  # edit of the true response -> (tokens, ids, both, ended)
+        "right": (lambda i, t, d: (t, d), (n, n, n, n)),
+        "never ends": (lambda i, t, d: (t[:-1] + [task.EVEN] * 3, d + [d[-1]] * 2), (0, 0, 0, 0)),
+        "ends early": (lambda i, t, d: (t[:-2] + [task.EOS], d[:-1]), (0, 0, 0, 0)),
+        "answer's id": (lambda i, t, d: (t, d[:-2] + [d[-2] - 1, d[-1]]), (n, 0, 0, n)),
+        "end's id": (lambda i, t, d: (t, d[:-1] + [d[-1] + 1]), (n, 0, 0, n)),
+    }
+    for name, (edit, expected) in cases.items():
+        model = Scripted(scripts_of(s, edit), len(task.VOCAB), filler=task.EVEN)
+        c = cell_scores(model, s, 16, torch.device("cpu"), eos=task.EOS)
+        assert (c["tokens"], c["ids"], c["both"], c["ended"]) == expected, name
+    # generation stops once every sample has ended
+    model = Scripted(scripts_of(s, lambda i, t, d: ([task.EOS], d[:1])), len(task.VOCAB), filler=task.EVEN)
+    tokens, _ = generate(model, s.tokens[:4, :19], s.position_ids[:4, :19], 4, eos=task.EOS)
+    assert tokens.tolist() == [[task.EOS]] * 4 and model.steps == 1
+    assert cell_scores(model, s, 16, torch.device("cpu"))["ended"] == 0  # the end token, read off the targets
+
+
+def test_generation_to_the_end_token_equals_generation_alone_up_to_each_end():
+    """A batch stops each row at its end token or cap; what a row generated up to there is what
+    it generates alone."""
+    model = tiny("ppc")
+    g = generator("gen", 1)
+    prompt, ids = torch.randint(0, 20, (6, 7), generator=g), torch.arange(7).expand(6, -1)
+    free, _ = generate(model, prompt, ids, 10)
+    eos = int(free[:, 1:].flatten().mode().values)  # a token some rows emit after their first
+    caps = torch.tensor([5, 10, 10, 3, 3, 10])
+    tokens, _ = generate(model, prompt, ids, 10, eos=eos, caps=caps)
+    ends = [min([j + 1 for j, t in enumerate(row) if t == eos] + [int(c)]) for row, c in zip(free.tolist(), caps)]
+    assert tokens.shape[1] == max(ends) < 10 and len(set(ends)) > 1
+    for row, end in zip(range(6), ends):
+        assert tokens[row, :end].tolist() == free[row, :end].tolist()
+
+
+def test_cell_scores_of_prompts_of_several_lengths():
     """Constants of 1-3 digits make prompts of one size differ in length: the cell is generated
-    one prompt length at a time, exactly as if each sample were generated alone. The responses
-    are replaced by what the model generates for each sample alone, so all must count as right."""
-    model = tiny(scheme, vocab=len(variable_assignment.VOCAB))
+    one prompt length at a time, each sample scored on its own response."""
     s = variable_assignment.sample(torch.full((24,), 5), generator("cells", 0), num_variables=8, max_depth=2,
                                    value_digits=(1, 3))
     assert len(s.prompt_len.unique()) > 2
-    for i in range(len(s)):
-        P, L = int(s.prompt_len[i]), int(s.length[i])
-        tokens, ids = generate(model, s.tokens[i:i + 1, :P], s.position_ids[i:i + 1, :P], L - P,
-                               oracle_ids=s.position_ids[i:i + 1, P:L])
-        s.tokens[i, P:L] = tokens[0]
-        if scheme == "ppc":
-            s.position_ids[i, P:L] = ids[0]
-    n = len(s)
-    c = cell_scores(model, s, 4, torch.device("cpu"))
-    assert (c["tokens"], c["ids"], c["both"], c["first_id"]) == (n, n, n, n)
+    n, wrong = len(s), set(range(0, 24, 5))
+    model = Scripted(scripts_of(s, lambda i, t, d: (t, [x + (i in wrong) for x in d])), len(variable_assignment.VOCAB))
+    c = cell_scores(model, s, 4, torch.device("cpu"), eos=variable_assignment.EOS)
+    assert (c["tokens"], c["ids"], c["both"], c["first_id"], c["ended"]) == (n, n - 5, n - 5, n - 5, n)
 
 
 def test_id_diagnostics_count_first_and_later_ids_and_lookup_distances():
-    """PPC's own generations as the truth, then some first ids and some later ids made wrong:
-    the counts find exactly those, and split the first ids by lookup distance."""
+    """The true responses, some with a wrong first id and some with a wrong later id: the counts
+    find exactly those, and split the first ids by lookup distance."""
     from sparselen.ppc.evaluate import first_lookup_distance
 
-    model = tiny("ppc", vocab=len(variable_assignment.VOCAB))
     s = variable_assignment.sample(torch.full((24,), 5), generator("cells", 1), num_variables=8, max_depth=2)
     n = len(s)
-    P, R = int(s.prompt_len[0]), int((s.length - s.prompt_len).max())
-    tokens, ids = generate(model, s.tokens[:, :P], s.position_ids[:, :P], R, oracle_ids=s.position_ids[:, P:P + R])
-    mask = s.response_mask[:, P:P + R]
-    s.tokens[:, P:P + R] = torch.where(mask, tokens, s.tokens[:, P:P + R])
-    s.position_ids[:, P:P + R] = torch.where(mask, ids, s.position_ids[:, P:P + R])
-    s.position_ids[:6, P] += torch.tensor([1, 9, 1, 9, 1, 9])  # a wrong first id, at two distances
-    s.position_ids[6:9, P + 1] += 1  # a wrong second id
+    first = dict(zip(range(6), [1, 9, 1, 9, 1, 9]))  # a wrong first id, at two distances
+
+    def edit(i, tokens, ids):
+        ids = ids.copy()
+        ids[0] += first.get(i, 0)
+        ids[1] += i in (6, 7, 8)  # a wrong second id
+        return tokens, ids
+
+    model = Scripted(scripts_of(s, edit), len(variable_assignment.VOCAB))
     distance = first_lookup_distance(s)  # of the true first ids
-    limit = int(distance[:6].sort().values[2])
+    limit = int(distance[:6].sort().values[1])
     far = distance > limit
     assert 0 < int(far.sum()) < n and 0 < int(far[:6].sum()) < 6
     c = cell_scores(model, s, 5, torch.device("cpu"), lookup_limit=limit)
     assert (c["tokens"], c["ids"], c["first_id"], c["both"]) == (n, n - 9, n - 6, n - 9)
     assert c["beyond"] == int(far.sum()) and c["first_id_beyond"] == int(far[6:].sum())
     assert c["both_beyond"] == int(far[9:].sum())
-    row = evaluate_cells(model, {5: vars(s)}, 5, torch.device("cpu"), limit)[0]
+    row = evaluate_cells(model, {5: vars(s)}, 5, torch.device("cpu"), limit, variable_assignment.EOS)[0]
     assert row["later_id_accuracy"] == (n - 9) / (n - 6) and row["n_beyond"] == c["beyond"]
     assert row["first_id_accuracy_within"] == (n - c["beyond"] - int((~far[:6]).sum())) / (n - c["beyond"])
+    assert row["end_accuracy"] == 1.0
 
 
 def test_task_forms_and_parity_scratchpad_config_errors():
@@ -290,11 +360,9 @@ def test_task_forms_and_parity_scratchpad_config_errors():
     assert any(e.startswith("ppc.copy_repeat:") and "id_skips" in e for e in errors)
 
 
-def test_parity_scratchpad_trains_on_id_skips_and_scores_no_free_id(tmp_path):
-    """A coupled run of a task with id skips trains on skipped ids; the last scratchpad token's
-    id, which predicts nothing, is neither a training target nor scored."""
-    from sparselen.ppc.tasks import parity_scratchpad
-
+def test_parity_scratchpad_trains_on_id_skips_and_every_id():
+    """A coupled run of a task with id skips trains on skipped ids; every response token's id is
+    a training target, the answer's (no marked bit follows) and the end token's included."""
     task_cfg = {"train_sizes": [3, 5], "eval_sizes": [3, 6], "k": [1, 2], "dense": False, "id_skips": 1}
     plain = ppc.training_batches("parity_scratchpad", {**task_cfg, "id_skips": 0}, 0, 16, 40, False)(0)
     skipped = ppc.training_batches("parity_scratchpad", task_cfg, 0, 16, 40, False)(0)
@@ -302,13 +370,4 @@ def test_parity_scratchpad_trains_on_id_skips_and_scores_no_free_id(tmp_path):
     assert (skipped.position_ids > plain.position_ids).any() and int(skipped.position_ids.max()) <= 40
     assert (ppc.training_batches("parity_scratchpad", task_cfg, 0, 16, 40, False, coupled=False)(0).position_ids
             is None)
-    free = (skipped.labels != IGNORE) & (skipped.position_labels == IGNORE)
-    assert int(free.sum()) == 16  # one free id per sample: the answer's
-    model = tiny("ppc", vocab=len(parity_scratchpad.VOCAB))
-    s = parity_scratchpad.sample(torch.full((8,), 4), generator("cells", 2), k=(1, 2))
-    P, R = int(s.prompt_len[0]), int((s.length - s.prompt_len).max())
-    tokens, ids = generate(model, s.tokens[:, :P], s.position_ids[:, :P], R)
-    mask = s.response_mask[:, P:P + R]
-    s.tokens[:, P:P + R] = torch.where(mask, tokens, 0)
-    s.position_ids[:, P:P + R] = torch.where(s.scored_ids[:, P:P + R], ids, ids + 1)  # every free id wrong
-    assert cell_scores(model, s, 8, torch.device("cpu"))["both"] == 8
+    assert torch.equal(skipped.labels != IGNORE, skipped.position_labels != IGNORE)

@@ -174,6 +174,15 @@ def test_seeded_and_vectorized(module):
 
 
 @pytest.mark.parametrize("module", list(PARAMS), ids=lambda m: m.__name__.rsplit(".", 1)[1])
+def test_every_response_ends_with_the_task_end_token_and_holds_it_nowhere_else(module):
+    """Where a generated response ends is where the task's EOS first occurs in it."""
+    s = module.sample(SIZES, generator("t", 8), **PARAMS[module])
+    for i in range(len(s)):
+        response = s.tokens[i, s.prompt_len[i]:s.length[i]].tolist()
+        assert response[-1] == module.EOS and module.EOS not in response[:-1]
+
+
+@pytest.mark.parametrize("module", list(PARAMS), ids=lambda m: m.__name__.rsplit(".", 1)[1])
 def test_batch_alignment_and_offsets(module):
     s = module.sample(SIZES, generator("t", 6), **PARAMS[module])
     off = random_offsets(s, 80, generator("o", 0))
@@ -181,11 +190,9 @@ def test_batch_alignment_and_offsets(module):
     assert int(b.position_ids.max()) <= 80 and len(set(off.tolist())) > 1
     for i in range(len(s)):
         P, L = int(s.prompt_len[i]), int(s.length[i])
-        scored = s.scored_ids[i, P:L]
-        # position t predicts token t+1 and, where it is a target, its id, on response tokens only
+        # position t predicts token t+1 and its id, on response tokens only (the last one's too)
         assert b.labels[i, P - 1:L - 1].tolist() == s.tokens[i, P:L].tolist()
-        ids = torch.where(scored, s.position_ids[i, P:L] + off[i], IGNORE)
-        assert b.position_labels[i, P - 1:L - 1].tolist() == ids.tolist()
+        assert b.position_labels[i, P - 1:L - 1].tolist() == (s.position_ids[i, P:L] + off[i]).tolist()
         assert (b.labels[i, :P - 1] == IGNORE).all() and (b.labels[i, L - 1:] == IGNORE).all()
         assert (b.position_labels[i, :P - 1] == IGNORE).all()
     with pytest.raises(ValueError, match="max_position_id"):
@@ -237,12 +244,12 @@ def test_parity_scratchpad(k):
         marked, running = reference_scratchpad(prompt)
         assert k[0] <= len(marked) <= k[1]
         ks.append(len(marked))
-        # the scratchpad: the running parity, one token per marked bit, the last the answer
-        assert [PARITY[p] for p in resp] == running and PARITY[resp[-1]] == sum(x for x, _ in marked) % 2
+        # the scratchpad: the running parity, one token per marked bit, the last the answer; then "$"
+        assert resp[-1] == "$" and [PARITY[p] for p in resp[:-1]] == running
+        assert PARITY[resp[-2]] == sum(x for x, _ in marked) % 2
         # each token that predicts an entry carries the id of the bit it must read next; the
-        # last one's id is free (neither trained nor scored)
-        assert rid[:-1] == [pid[at] for _, at in marked] and rid[-1] == 2 * l + 1
-        assert s.scored_ids[i, s.prompt_len[i]:s.length[i]].tolist() == [True] * len(marked) + [False]
+        # answer and "$" the id past the last pair: no marked bit follows
+        assert rid[:-2] == [pid[at] for _, at in marked] and rid[-2:] == [2 * l + 1] * 2
         firsts.append(rid[0])
     assert set(ks) == set(range(k[0], k[1] + 1))
     assert len(set(firsts)) > 3  # the first id, where the first marked bit is, depends on the input
@@ -255,11 +262,12 @@ def test_parity_scratchpad_prediction_is_local_and_the_next_id_depends_on_the_in
     for prompt, pid, resp, rid in rows(parity_scratchpad, s):
         at_id = {i: tok for tok, i in zip(prompt, pid)}
         marked_ids = sorted(pid[i] for i in range(0, len(prompt) - 1, 2) if prompt[i + 1] == "+")
-        for j in range(len(resp) - 1):
-            assert PARITY[resp[j + 1]] == PARITY[resp[j]] ^ int(at_id[rid[j]])
         for j in range(len(resp) - 2):
-            assert rid[j + 1] == min(i for i in marked_ids if i > rid[j])
-        assert rid[0] == marked_ids[0]
+            assert PARITY[resp[j + 1]] == PARITY[resp[j]] ^ int(at_id[rid[j]])
+            # the next marked bit after the current id, or past the last pair when none follows
+            assert rid[j + 1] == min([i for i in marked_ids if i > rid[j]] + [len(prompt)])
+        assert rid[0] == marked_ids[0] and rid[-1] == len(prompt) and resp[-1] == "$"
+        assert rid[-2] not in at_id  # the answer finds no bit at its id: the response ends
 
 
 def test_parity_scratchpad_dense_ids_step_regularly_whatever_the_bits():
@@ -267,9 +275,9 @@ def test_parity_scratchpad_dense_ids_step_regularly_whatever_the_bits():
     s = parity_scratchpad.sample(sizes, generator("t", 12), dense=True)
     seen = {}
     for l, (prompt, pid, resp, rid) in zip(sizes.tolist(), rows(parity_scratchpad, s)):
-        assert prompt[1::2][:l] == ["+"] * l and len(resp) == l + 1
-        # the first id one more than "="'s, each next the previous plus 2
-        assert rid == list(range(1, 2 * l + 2, 2))
+        assert prompt[1::2][:l] == ["+"] * l and len(resp) == l + 2 and resp[-1] == "$"
+        # the first id one more than "="'s, each next the previous plus 2; "$" keeps the last
+        assert rid == list(range(1, 2 * l + 2, 2)) + [2 * l + 1]
         seen.setdefault(l, set()).add("".join(prompt[0::2]))
     assert len(seen[8]) == 3  # three different bit strings of 8 pairs, one set of ids
     assert not parity_scratchpad.ids_depend_on_input(dense=True) and parity_scratchpad.ids_depend_on_input()

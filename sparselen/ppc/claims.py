@@ -36,12 +36,16 @@ DIAGNOSTICS = ("first_id_accuracy", "later_id_accuracy", "first_id_accuracy_with
 
 def task_facts(name: str, section: dict) -> dict:
     """What task ``name`` is, from its module at the section's sampler settings: whether its ids
-    depend on the input, why it is a control ("" if not), whose task it is, whether its coupled
-    runs train on id skips, and its exact-match chance level at each evaluated size."""
+    depend on the input, why it is a control ("" if not), whose task it is (and, the paper's, the
+    form run), whether its coupled runs train on id skips, how many times its longest training
+    size it is tested to, and its exact-match chance level at each evaluated size."""
     module, params = task_module(name), sampler_params(section)
+    sizes, train = section.get("eval_sizes", []), section.get("train_sizes")
     return {"ids_depend_on_input": module.ids_depend_on_input(**params), "control": module.control(**params),
-            "origin": module.ORIGIN, "id_skips": section.get("id_skips", 0),
-            "chance": {size: module.chance_exact_match(size, **params) for size in section.get("eval_sizes", [])}}
+            "origin": module.ORIGIN, "form": module.form(**params) if module.ORIGIN == "paper" else "",
+            "tested_to": max(sizes) / train[1] if sizes and train else None,
+            "id_skips": section.get("id_skips", 0),
+            "chance": {size: module.chance_exact_match(size, **params) for size in sizes}}
 
 
 def facts(section: dict) -> dict:
@@ -96,6 +100,16 @@ class TaskRuns:
     def group(self, role: str = "") -> str:
         return f"{self.task} ({role})" if role else self.task
 
+    def paper_group(self) -> str:
+        """A deciding group of C2 named with the form run and its relation to the paper's task,
+        which the verdict line cites: "parity_scratchpad (parity with a scratchpad, k 1-4
+        [paper's task, our format], tested to 10x the longest training size)"."""
+        form, ratio = self.facts.get("form"), self.facts.get("tested_to")
+        if not form:
+            return self.task
+        tested = f", tested to {ratio:.3g}x the longest training size" if ratio else ""
+        return f"{self.task} ({form} [paper's task, our format]{tested})"
+
     def note(self, schemes) -> str:
         return ", ".join(f"{sc} {self.counts[sc][0]}/{self.counts[sc][1]}" for sc in schemes if sc in self.counts)
 
@@ -106,10 +120,10 @@ class TaskRuns:
         valid = {sc: v for sc, v in valid.items() if np.isfinite(v).all()}
         return max(valid, key=lambda sc: valid[sc].mean()) if valid else None
 
-    def unfitted(self, scheme: str, role: str = "") -> Result | None:
+    def unfitted(self, scheme: str, role: str = "", group: str | None = None) -> Result | None:
         """The gate: ``scheme`` (or, for "baseline", any baseline) must have MIN_FITTED_RUNS fitted
-        runs; a baseline also its validation samples."""
-        group, aside = self.group(role), bool(role)
+        runs; a baseline also its validation samples. ``group``: the row's name (default by role)."""
+        group, aside = group or self.group(role), bool(role)
         if scheme == "baseline":
             if not any(sc in self.runs for sc in self.baselines):
                 return gate_result(group, f"no baseline fit its training sizes ({self.note(self.baselines)})",
@@ -217,9 +231,10 @@ def ppc_predicts_ids(data: dict, s: Settings) -> list[Result]:
     out = []
     for t in _tasks(data, s):
         role = t.c2_role()
+        name = t.group(role) if role else t.paper_group()
         reference = not t.facts["ids_depend_on_input"]
-        gate = (t.unfitted(PREDICTED, role) or t.unfitted(ORACLE, role)
-                or (None if reference else t.unfitted("baseline", role)))
+        gate = (t.unfitted(PREDICTED, role, name) or t.unfitted(ORACLE, role, name)
+                or (None if reference else t.unfitted("baseline", role, name)))
         if gate:
             out.append(gate)
             continue
@@ -228,7 +243,7 @@ def ppc_predicts_ids(data: dict, s: Settings) -> list[Result]:
         diagnostics = t.diagnostics()
         kept, generalizes = t.kept(PREDICTED)
         if reference:
-            out.append(verdict_result(t.group(role), gap, gap_lo, gap_hi,
+            out.append(verdict_result(name, gap, gap_lo, gap_hi,
                                       both(decide(gap_lo, gap_hi, -ORACLE_TOLERANCE), kept),
                                       "; ".join(filter(None, [f"size {t.size}: {oracle}; {generalizes}", diagnostics])),
                                       control=True))
@@ -238,7 +253,7 @@ def ppc_predicts_ids(data: dict, s: Settings) -> list[Result]:
         verdict = both(decide(gain_lo, gain_hi, 0.0), decide(gap_lo, gap_hi, -ORACLE_TOLERANCE), kept)
         note = (f"size {t.size}: ppc - {best} (best baseline on validation samples) {gain:+.2f} "
                 f"[{gain_lo:+.2f}, {gain_hi:+.2f}] (needs > 0); {oracle}; {generalizes}")
-        out.append(verdict_result(t.group(role), gain, gain_lo, gain_hi, verdict,
+        out.append(verdict_result(name, gain, gain_lo, gain_hi, verdict,
                                   "; ".join(filter(None, [note, diagnostics])), bool(role)))
     if not any(not r.control for r in out):
         out.append(gate_result("-", "none of the paper's tasks whose coupled ids depend on the input was run",

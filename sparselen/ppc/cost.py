@@ -42,7 +42,8 @@ def train(job, config) -> Work:
 
 def evaluate(job, config) -> Work:
     """Greedy generation as ``cell_scores`` runs it: per prompt length, the prompt into the KV
-    cache, then one cached step per response token (bf16 autocast on a GPU)."""
+    cache, then one cached step per token of the longest target response (bf16 autocast on a
+    GPU); a batch whose samples all end sooner stops sooner, so this bounds it."""
     p, task, name = config["ppc"], job.wildcards.task, job.wildcards.run
     t = p[task]
     model, scheme = run_model(p, t, name), variants.run_scheme(p, name)

@@ -1,5 +1,12 @@
-"""Generation-based evaluation: a response counts as correct only if every token (and, for
-``ppc``, every predicted position id) is right; with per-step diagnostics of the ids.
+"""Generation-based evaluation: the model decides where its response ends, and a response
+counts as correct only if it ends where the target ends and every token (and, for ``ppc``,
+every predicted position id, the last one's included) is right; with per-step diagnostics of
+the ids.
+
+Greedy generation runs until a sample emits the task's end-of-response token or has as many
+tokens as its target (the cap: a sample not ended by then is wrong whatever follows, so a
+margin beyond it could not change a score); samples that have ended are masked, not removed.
+A generated response is its tokens up to its first end token.
 
 The diagnostics say where a ``ppc`` run's errors are: the first response id (the one the last
 prompt token predicts: for input-dependent ids a lookup in the prompt) against the later ones,
@@ -18,7 +25,7 @@ from sparselen.ppc.generate import generate
 from sparselen.ppc.samples import Samples
 
 log = logging.getLogger(__name__)
-COUNTS = ("tokens", "ids", "both", "first_id", "beyond", "both_beyond", "first_id_beyond")
+COUNTS = ("tokens", "ids", "both", "ended", "first_id", "beyond", "both_beyond", "first_id_beyond")
 
 
 def first_lookup_distance(s: Samples) -> torch.Tensor:
@@ -27,16 +34,47 @@ def first_lookup_distance(s: Samples) -> torch.Tensor:
     return (s.position_ids[rows, s.prompt_len - 1] - s.position_ids[rows, s.prompt_len]).abs()
 
 
+def end_token(s: Samples) -> int:
+    """The token every target response of ``s`` ends with."""
+    last = s.tokens[torch.arange(len(s)), s.length - 1].unique()
+    if len(last) != 1:
+        raise ValueError(f"the samples' responses end with different tokens {last.tolist()}: pass eos")
+    return int(last[0])
+
+
+def response_scores(tokens, ids, truth, truth_ids, lengths, eos: int):
+    """Per sample (ended, tokens right, ids right, first id right) of generated ``tokens`` and
+    ``ids`` (B, S) against targets ``truth``, ``truth_ids`` (B, >= S) of ``lengths`` tokens: ended
+    means the first ``eos`` is the target's last token; tokens and ids right, that the generated
+    response ends there and each of its tokens (ids) equals the target's. ``ids`` None: no ids
+    (every id counts as right)."""
+    S = tokens.shape[1]
+    t = torch.arange(S)[None, :]
+    is_end = tokens == eos
+    first_end = torch.where(is_end.any(dim=1), is_end.int().argmax(dim=1), S)
+    ended = first_end == lengths - 1
+    inside = t < lengths[:, None]
+    ok_tokens = ended & ((tokens == truth[:, :S]) | ~inside).all(dim=1)
+    if ids is None:
+        return ended, ok_tokens, ended.clone(), torch.ones_like(ended)
+    id_right = (ids == truth_ids[:, :S]) | ~inside
+    return ended, ok_tokens, ended & id_right.all(dim=1), id_right[:, 0]
+
+
 @torch.no_grad()
-def cell_scores(model, s: Samples, batch_size: int, device, lookup_limit: int | None = None) -> dict:
-    """Counts of one cell (all prompts of one size): exact match of the tokens, of the scored
-    ids and of both; the first response id right (``first_id``); samples whose first lookup is
-    longer than ``lookup_limit`` (``beyond``), and among them exact matches and right first ids.
+def cell_scores(model, s: Samples, batch_size: int, device, lookup_limit: int | None = None,
+                eos: int | None = None) -> dict:
+    """Counts of one cell (all prompts of one size): responses that end where the target ends
+    (``ended``), exact match of the tokens, of the ids (both with the right end) and of both; the
+    first response id right (``first_id``); samples whose first lookup is longer than
+    ``lookup_limit`` (``beyond``), and among them exact matches and right first ids. ``eos``: the
+    end-of-response token (default: the one the targets end with).
 
     Generation runs on batches of prompts of one length (no padding, so no attention mask);
     a task whose prompts vary in length within a size is run one prompt length at a time;
     under training's autocast (bf16 on a GPU)."""
     device = torch.device(device)
+    eos = end_token(s) if eos is None else eos
     counts = dict.fromkeys(COUNTS, 0)
     far = first_lookup_distance(s) > (lookup_limit if lookup_limit is not None else float("inf"))
     for P in s.prompt_len.unique().tolist():
@@ -45,17 +83,15 @@ def cell_scores(model, s: Samples, batch_size: int, device, lookup_limit: int | 
         R = int((group.length - P).max())
         for i in range(0, len(group), batch_size):
             b = group.select(slice(i, i + batch_size))
-            truth, truth_ids = b.tokens[:, P:P + R], b.position_ids[:, P:P + R]
-            mask, id_mask = b.response_mask[:, P:P + R], b.scored_ids[:, P:P + R]
+            truth, truth_ids, lengths = b.tokens[:, P:P + R], b.position_ids[:, P:P + R], b.length - P
             with autocast(device):
                 tokens, ids = generate(model, b.tokens[:, :P].to(device), b.position_ids[:, :P].to(device), R,
-                                       oracle_ids=truth_ids.to(device))
-            ok_tokens = ((tokens.cpu() == truth) | ~mask).all(dim=1)
-            id_right = (ids.cpu() == truth_ids) | ~id_mask if ids is not None else torch.ones_like(mask)
-            ok_ids, first_id = id_right.all(dim=1), id_right[:, 0]
+                                       oracle_ids=truth_ids.to(device), eos=eos, caps=lengths)
+            ended, ok_tokens, ok_ids, first_id = response_scores(
+                tokens.cpu(), None if ids is None else ids.cpu(), truth, truth_ids, lengths, eos)
             both, beyond = ok_tokens & ok_ids, far[at[i:i + batch_size]]
-            for key, hits in (("tokens", ok_tokens), ("ids", ok_ids), ("both", both), ("first_id", first_id),
-                              ("beyond", beyond), ("both_beyond", both & beyond),
+            for key, hits in (("tokens", ok_tokens), ("ids", ok_ids), ("both", both), ("ended", ended),
+                              ("first_id", first_id), ("beyond", beyond), ("both_beyond", both & beyond),
                               ("first_id_beyond", first_id & beyond)):
                 counts[key] += int(hits.sum())
     return counts
@@ -66,19 +102,22 @@ def _share(hits: int, n: int) -> float:
 
 
 def evaluate_cells(model, cells: dict, batch_size: int, device, lookup_limit: int | None = None,
-                   **labels) -> list[dict]:
-    """One row per evaluated size: ``accuracy`` (whole response right; for ppc the predicted
-    ids too), ``token_accuracy``; for ppc ``position_accuracy`` (every id right),
-    ``first_id_accuracy`` and ``later_id_accuracy`` (every later id right, of the samples
-    whose first id is right); ``n_beyond``, the samples whose first lookup is longer than
-    ``lookup_limit``, and the exact match and (ppc) first-id accuracy within and beyond it.
-    ``labels`` become columns (``scheme``: the run's name, by default the model's scheme)."""
+                   eos: int | None = None, **labels) -> list[dict]:
+    """One row per evaluated size: ``accuracy`` (whole response right, ended where the target
+    ends; for ppc the predicted ids too, the last one's included), ``token_accuracy`` (the
+    tokens right, ended there), ``end_accuracy`` (ended there, whatever the tokens); for ppc
+    ``position_accuracy`` (every id right, ended there), ``first_id_accuracy`` and
+    ``later_id_accuracy`` (every later id right and ended there, of the samples whose first id is
+    right); ``n_beyond``, the samples whose first lookup is longer than ``lookup_limit``, and the
+    exact match and (ppc) first-id accuracy within and beyond it. ``eos``: the task's
+    end-of-response token. ``labels`` become columns (``scheme``: the run's name, by default the
+    model's scheme)."""
     scheme, rows = model.cfg.scheme, []
     labels = {"scheme": scheme, **labels}
     ppc = scheme == "ppc"
     for size, cell in sorted(cells.items()):
         s = Samples(**cell)
-        c, n = cell_scores(model, s, batch_size, device, lookup_limit), len(s)
+        c, n = cell_scores(model, s, batch_size, device, lookup_limit, eos), len(s)
         within = n - c["beyond"]
         ids = {"position_accuracy": c["ids"] / n, "first_id_accuracy": c["first_id"] / n,
                "later_id_accuracy": _share(c["ids"], c["first_id"]),  # every id right, of the right first ids
@@ -87,6 +126,7 @@ def evaluate_cells(model, cells: dict, batch_size: int, device, lookup_limit: in
         rows.append({**labels, "size": size,
                      "prompt_tokens": round(float(s.prompt_len.float().mean()), 1),  # the mean, if lengths vary
                      "n": n, "correct": c["both"], "accuracy": c["both"] / n, "token_accuracy": c["tokens"] / n,
+                     "end_accuracy": c["ended"] / n,
                      **{k: v if ppc else float("nan") for k, v in ids.items()},
                      "first_lookup_limit": lookup_limit, "n_beyond": c["beyond"],
                      "accuracy_within": _share(c["both"] - c["both_beyond"], within),

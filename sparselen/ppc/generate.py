@@ -5,7 +5,9 @@ position head); both are fed back for the next step. ``coupled`` models get each
 token's id from an oracle (the task's true ids), ``nope``/``rope``/``pose`` use no ids (plain
 0..T-1). With ``use_cache`` the prompt is encoded once and each step feeds one token through
 the KV cache; without it every step recomputes the whole sequence (the reference the cached
-path is tested against).
+path is tested against). With an end-of-response token a row is done once it emits it (or
+reaches its cap), and generation stops when every row is done: the batch stays one tensor, and
+what a done row emits afterwards is left for the caller to mask.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ COUPLED = ("coupled", "ppc")
 
 @torch.no_grad()
 def generate(model: GPTNeoX, prompt: torch.Tensor, prompt_ids: torch.Tensor | None, steps: int,
-             oracle_ids: torch.Tensor | None = None, use_cache: bool = True):
-    """Generate ``steps`` tokens after ``prompt`` (B, P), all prompts of one length.
+             oracle_ids: torch.Tensor | None = None, use_cache: bool = True, eos: int | None = None,
+             caps: torch.Tensor | None = None):
+    """Generate up to ``steps`` tokens after ``prompt`` (B, P), all prompts of one length.
 
-    Returns (tokens (B, steps), position ids (B, steps) or None): the ids are the ones fed
-    with each generated token (predicted for ``ppc``, ``oracle_ids[:, :steps]`` for ``coupled``).
+    With ``eos``, row b is done once it has emitted ``eos`` or ``caps[b]`` tokens (default
+    ``steps``), and generation stops early when every row is done.
+    Returns (tokens (B, S), position ids (B, S) or None), S <= ``steps``: the ids are the ones
+    fed with each generated token (predicted for ``ppc``, ``oracle_ids[:, :S]`` for ``coupled``).
     """
     scheme = model.cfg.scheme
     if scheme == "coupled" and (oracle_ids is None or oracle_ids.shape[1] < steps):
@@ -35,6 +40,9 @@ def generate(model: GPTNeoX, prompt: torch.Tensor, prompt_ids: torch.Tensor | No
     seq, seq_ids = prompt, ids
     logits, pos_logits = model(seq, seq_ids, cache, last_only=True)
     out_tokens, out_ids = [], []
+    done = torch.zeros(prompt.shape[0], dtype=torch.bool, device=prompt.device)
+    if caps is not None:
+        caps = caps.to(prompt.device)
     for step in range(steps):
         token = logits[:, -1].argmax(-1, keepdim=True)
         new_id = None
@@ -44,7 +52,11 @@ def generate(model: GPTNeoX, prompt: torch.Tensor, prompt_ids: torch.Tensor | No
             new_id = oracle_ids[:, step:step + 1]
         out_tokens.append(token)
         out_ids.append(new_id)
-        if step == steps - 1:
+        if eos is not None:
+            done |= token[:, 0] == eos
+            if caps is not None:
+                done |= caps <= step + 1
+        if step == steps - 1 or bool(done.all()):
             break
         if use_cache:
             logits, pos_logits = model(token, new_id, cache)

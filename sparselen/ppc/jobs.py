@@ -98,15 +98,17 @@ def train(job) -> dict:
 
 
 def evaluate(job) -> None:
-    """One model by generation on its task's evaluation set (params.batch_size): the test cells
-    (``split`` test) and the validation cell (``split`` validation)."""
+    """One model by generation on its task's evaluation set (params.batch_size), to its task's
+    end-of-response token: the test cells (``split`` test) and the validation cell (``split``
+    validation)."""
     dev = runtime(job).device
     model, prov = load_model(job.input.model, dev)
     data = torch.load(job.input.eval_set, weights_only=True)
     labels = {"task": data["task"], "scheme": job.wildcards.run, "seed": prov["seed"]}
+    eos = task_module(data["task"]).EOS
     rows = [row for split in ("test", "validation")
             for row in evaluate_cells(model, data["cells" if split == "test" else split], job.params.batch_size, dev,
-                                      data["first_lookup_limit"], split=split, **labels)]
+                                      data["first_lookup_limit"], eos, split=split, **labels)]
     df = pd.DataFrame(rows)
     df["config_hash"] = prov["config_hash"]
     io.write_csv(df, job.output.eval)

@@ -7,8 +7,8 @@ ids of both parts (shifted by a random start offset, so that large ids are train
 test time only the prompt's ids are given and a PPC model predicts the rest.
 
 Alignment, as in ``sparselen.batch``: ``labels[:, t]`` is the token at t+1 and
-``position_labels[:, t]`` its position id, both only where t+1 is a response token (its id only
-where that id is a target: ``Samples.scored_ids``).
+``position_labels[:, t]`` its position id, both only where t+1 is a response token (every
+response token's id is a target, the last one's included).
 """
 
 from __future__ import annotations
@@ -25,15 +25,13 @@ PAD = 0  # every task's vocabulary starts with "<pad>"
 @dataclass
 class Samples:
     """``tokens`` and ``position_ids`` (n, T); sample i is ``tokens[i, :length[i]]``, its
-    response ``tokens[i, prompt_len[i]:length[i]]`` (ending with the end-of-response token).
-    ``id_mask``: the response tokens whose id is a target (trained and scored); None: every
-    one (a task whose last token predicts nothing leaves that token's id free)."""
+    response ``tokens[i, prompt_len[i]:length[i]]`` (ending with the task's end-of-response
+    token, ``EOS``)."""
 
     tokens: torch.Tensor
     position_ids: torch.Tensor
     prompt_len: torch.Tensor
     length: torch.Tensor
-    id_mask: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.tokens.shape[0]
@@ -43,14 +41,8 @@ class Samples:
         t = torch.arange(self.tokens.shape[1])[None, :]
         return (t >= self.prompt_len[:, None]) & (t < self.length[:, None])
 
-    @property
-    def scored_ids(self) -> torch.Tensor:
-        """(n, T): the response tokens whose position id is a target."""
-        return self.response_mask if self.id_mask is None else self.id_mask
-
     def select(self, i) -> "Samples":
-        mask = None if self.id_mask is None else self.id_mask[i]
-        return Samples(self.tokens[i], self.position_ids[i], self.prompt_len[i], self.length[i], mask)
+        return Samples(self.tokens[i], self.position_ids[i], self.prompt_len[i], self.length[i])
 
 
 def assemble(prompt: torch.Tensor, prompt_ids: torch.Tensor, prompt_len: torch.Tensor,
@@ -80,11 +72,11 @@ def random_offsets(s: Samples, max_position_id: int, g: torch.Generator) -> torc
 def to_batch(s: Samples, offsets: torch.Tensor | None = None) -> Batch:
     """Teacher-forced batch: token and position-id targets on the response tokens only."""
     ids = s.position_ids if offsets is None else s.position_ids + offsets[:, None]
-    target, id_target = s.response_mask[:, 1:], s.scored_ids[:, 1:]
+    target = s.response_mask[:, 1:]
     labels = torch.full_like(s.tokens, IGNORE)
     position_labels = torch.full_like(s.tokens, IGNORE)
     labels[:, :-1][target] = s.tokens[:, 1:][target]
-    position_labels[:, :-1][id_target] = ids[:, 1:][id_target]
+    position_labels[:, :-1][target] = ids[:, 1:][target]
     return Batch(input_ids=s.tokens, labels=labels, position_ids=ids, position_labels=position_labels)
 
 
@@ -108,4 +100,4 @@ def skip_ids(s: Samples, starts: torch.Tensor, skips: int, max_position_id: int,
     amounts = (torch.rand(n, skips, generator=g) * (room[:, None] + 1).float()).long().sort(dim=1).values
     piece = (ids[..., None] >= cuts[:, None, :]).sum(dim=-1)  # cuts at or below each id
     offset = torch.cat((torch.zeros(n, 1, dtype=torch.long), amounts), dim=1).gather(1, piece)
-    return Samples(s.tokens, ids + offset, s.prompt_len, s.length, s.id_mask)
+    return Samples(s.tokens, ids + offset, s.prompt_len, s.length)

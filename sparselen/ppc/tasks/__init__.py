@@ -1,4 +1,5 @@
-"""The PPC tasks. Each module defines VOCAB, SIZE (what a size counts, for figure labels),
+"""The PPC tasks. Each module defines VOCAB, EOS (the token that ends every response, and
+nowhere else in it: where a generated response ends), SIZE (what a size counts, for figure labels),
 ORIGIN ("paper": a task the paper tests PPC on; "ours": our own), ``sample(sizes, g, **params)
 -> Samples``, and, of its sampler's parameters: ``ids_depend_on_input`` (whether plain coupling
 needs an oracle for the response's ids), ``control`` (why the task, so configured, needs no
@@ -6,7 +7,8 @@ coupling and is a control of the claims; "" when it needs coupling), ``max_coupl
 ``max_first_lookup(size)`` (the longest id distance from the last prompt token to the
 first response id) and ``chance_exact_match(size)`` (the exact match of a model that keeps the
 format and ids and guesses every token it must look up: the level a run that did not
-generalize sits at). A task whose coupled lookups stay within units of the prompt (lines, pairs)
+generalize sits at). A task the paper tests PPC on (ORIGIN "paper") also defines ``form(**params)``,
+the form run in words. A task whose coupled lookups stay within units of the prompt (lines, pairs)
 also defines ``unit_starts(samples)``, where its ids may be skipped (``ppc.<task>.id_skips``).
 A new task is one module, its schema block and a line here.
 

@@ -26,6 +26,7 @@ MAX_KEYS = 64
 SYMBOLS = tuple("abcdefghij")
 VOCAB = ("<pad>", ";") + SYMBOLS + tuple(f"k{i}" for i in range(MAX_KEYS)) + tuple(f"?k{i}" for i in range(MAX_KEYS))
 SEMI = 1
+EOS = SEMI  # the restated line's ``;`` ends the response
 FIRST_SYMBOL = 2
 FIRST_KEY = FIRST_SYMBOL + len(SYMBOLS)
 FIRST_QUERY = FIRST_KEY + MAX_KEYS  # ``?k`` asks for the line of key k

@@ -58,6 +58,13 @@ def control(**params) -> str:
     return "one-digit constants: every lookup is by content, coupling is not needed"
 
 
+def form(value_digits=(1, 1), max_depth: int = 3, **params) -> str:
+    """The form run, in words (C2's verdict line)."""
+    lo, hi = value_digits
+    digits = f"{lo}-digit" if lo == hi else f"{lo}-{hi}-digit"
+    return f"variable assignment, chains of depth <= {max_depth}, {digits} constants"
+
+
 def max_coupled_id(size: int, value_digits=(1, 1), **params) -> int:
     """Largest coupled id of a sample of this size (before any training offset): the prompt's
     last token, ``>``."""
