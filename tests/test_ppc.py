@@ -3,6 +3,7 @@ fed back as the reconstruction says, the id embedding, config checks, and the wo
 steps end to end (with a task's own model overrides)."""
 
 import copy
+from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
@@ -371,3 +372,19 @@ def test_parity_scratchpad_trains_on_id_skips_and_every_id():
     assert (ppc.training_batches("parity_scratchpad", task_cfg, 0, 16, 40, False, coupled=False)(0).position_ids
             is None)
     assert torch.equal(skipped.labels != IGNORE, skipped.position_labels != IGNORE)
+
+
+def test_a_task_format_is_part_of_its_runs_identity_and_the_eval_sets_format_of_their_params():
+    """A run trained on an earlier token format (parity without the final "$") is not one of
+    today's: its section carries the format, while a task on its first format keeps the identity
+    it had; saved evaluation sets are rebuilt when their layout changes."""
+    from sparselen.ppc.runs import run_task_config
+    from sparselen.ppc.tasks import sampler_params
+
+    p = {"seeds": [0], "copy_repeat": {"train_sizes": [2, 10], "seeds": [1]},
+         "parity_scratchpad": {"train_sizes": [3, 7], "k": 2}}
+    assert run_task_config(p, "copy_repeat") == {"train_sizes": [2, 10]}
+    assert run_task_config(p, "parity_scratchpad")["format"] >= 2
+    assert "format" not in sampler_params(run_task_config(p, "parity_scratchpad"))
+    rules = (Path(__file__).resolve().parents[1] / "workflow/rules/ppc.smk").read_text()
+    assert "format=sparselen.ppc.samples.FORMAT" in rules.partition("rule ppc_eval_data:")[2].partition("rule ")[0]

@@ -18,8 +18,12 @@ def task_seeds(p: dict, task: str) -> list[int]:
 
 def run_task_config(p: dict, task: str) -> dict:
     """A task's section as one run sees it: without its seed list, which says which runs exist,
-    not what one is (so adding a seed retrains no other)."""
-    return {k: v for k, v in p[task].items() if k != "seeds"}
+    not what one is (so adding a seed retrains no other), and with the task's token format
+    where it is not the first (``sparselen.ppc.tasks``)."""
+    from sparselen.ppc.tasks import task_module
+
+    fmt = getattr(task_module(task), "FORMAT", 1)
+    return {k: v for k, v in p[task].items() if k != "seeds"} | ({"format": fmt} if fmt > 1 else {})
 
 
 def run_model(p: dict, task_cfg: dict, name: str) -> dict:

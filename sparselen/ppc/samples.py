@@ -19,6 +19,10 @@ import torch
 
 from sparselen.batch import IGNORE, Batch
 
+# The layout of a saved evaluation set (``Samples``' fields, what is scored); part of the
+# evaluation sets' rule params, so a change rebuilds them and reruns every evaluation.
+FORMAT = 2
+
 PAD = 0  # every task's vocabulary starts with "<pad>"
 
 

@@ -2,6 +2,7 @@
 # set per task -> train per (task, run, seed) -> evaluate per (task, run, seed) -> table
 # -> figure.
 import sparselen.ppc.runs
+import sparselen.ppc.samples
 import sparselen.ppc.tasks
 
 PPC = config["ppc"]
@@ -37,6 +38,7 @@ rule ppc_eval_data:
         sizes=lambda w: PPC[w.task]["eval_sizes"],
         train_sizes=lambda w: PPC[w.task]["train_sizes"],
         eval=PPC["eval"],
+        format=sparselen.ppc.samples.FORMAT,
     script:
         JOB
 

@@ -14,14 +14,18 @@ A new task is one module, its schema block and a line here.
 
 A config section ``ppc.<name>`` runs the task ``name``, or the task whose name ``name`` starts
 with before a ``_``: a second form of one task (``variable_assignment_digits``,
-``parity_scratchpad_dense``) is its own section, with its own settings, runs and table rows."""
+``parity_scratchpad_dense``) is its own section, with its own settings, runs and table rows.
+
+A task whose token format is not its first also defines FORMAT (an integer above 1): it is part
+of its runs' identity (``sparselen.ppc.runs.run_task_config``), so a run trained on another
+format is trained again, while the runs of the other tasks keep theirs."""
 
 from sparselen.ppc.tasks import addition, copy_repeat, parity_scratchpad, pointer_copy, variable_assignment
 
 TASKS = {"copy_repeat": copy_repeat, "variable_assignment": variable_assignment, "addition": addition,
          "pointer_copy": pointer_copy, "parity_scratchpad": parity_scratchpad}
 # Keys of a task's config section that configure the run, not the sampler.
-RUN_KEYS = ("train_sizes", "eval_sizes", "steps", "seeds", "model", "id_skips")
+RUN_KEYS = ("train_sizes", "eval_sizes", "steps", "seeds", "model", "id_skips", "format")
 
 
 def task_kind(name: str) -> str:

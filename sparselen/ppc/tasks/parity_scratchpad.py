@@ -29,6 +29,7 @@ from sparselen.ppc.samples import PAD, Samples, assemble
 VOCAB = ("<pad>", "0", "1", "-", "+", "=", "even", "odd", "$")
 ZERO, ONE, MINUS, PLUS, QUERY, EVEN, EOS = 1, 2, 3, 4, 5, 6, 8
 SIZE = "pairs l (sample length 2l)"
+FORMAT = 2  # the response ends with "$", whose position id is scored (the package docstring)
 ORIGIN = "paper"  # "the efficacy of PPC is tested for parity (with scratchpad)" (a reviewer's summary)
 
 
