@@ -66,13 +66,6 @@ def _fewest_stable_seeds() -> int:
 MIN_STABLE_SEEDS = _fewest_stable_seeds()  # 4 at UNSTABLE 0.10
 
 
-def seeds_design(n: int) -> str:
-    """"" when ``n`` training seeds per group can give a stable verdict, else why not."""
-    if n >= MIN_STABLE_SEEDS:
-        return ""
-    return f"{n} seed{'s' * (n != 1)} per group (a stable verdict needs {MIN_STABLE_SEEDS})"
-
-
 BELOW_RESOLUTION = "the interval includes the threshold: an effect below the resolution of these runs"
 MORE_RUNS = "more seeds or evaluation samples"
 
@@ -109,6 +102,7 @@ class Claim:
     figure: str  # the figure that shows the evidence (results/figures/<figure>.png)
     design: Callable  # (the slice's config section) -> "" when its design can decide the claim, else why not
     unit: str = "seed"  # what the stability check resamples
+    power: Callable | None = None  # (the slice's config section) -> power at the measured spread (seed-level claims)
 
 
 def decide(lo: float, hi: float, threshold: float, above: bool = True) -> str:

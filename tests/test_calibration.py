@@ -37,3 +37,30 @@ def test_no_claim_holds_where_it_is_false(shipped):
                 over.append(f"{sc.claim} on {sizes.config}: {round(r['holds'] * r['replicates'])} of "
                             f"{r['replicates']} hold ({sc.name})")
     assert not over, "; ".join(over)
+
+
+def test_the_power_model_agrees_with_the_stability_code():
+    """``power.group_power`` (closed form) against the verdict machinery itself (t interval and
+    exact stability) on normal per-seed values, 6 seeds, where the model gives about half."""
+    import numpy as np
+    import pandas as pd
+    from dataclasses import replace
+
+    from sparselen.calibration import power
+    from sparselen.stats import t_interval
+    from sparselen.verdicts import Claim, Settings, combine, interval_result, stability
+
+    def test(data, s):
+        mean, lo, hi = t_interval(data["evals"]["value"].to_numpy(float))
+        return [interval_result("g", mean, lo, hi, 0.5)]
+
+    claim = Claim("X", "x", "", "", "", test, "", lambda section: "")
+    spread = replace(power.SPREADS["P2"], effect=1.2, sd=0.28, floor=None)
+    expected = power.group_power(6, spread, None)
+    assert 0.2 < expected < 0.8
+    rng, s, draws, hits = np.random.default_rng(0), Settings(n_boot=100, seed=1), 150, 0
+    for _ in range(draws):
+        data = {"evals": pd.DataFrame({"seed": range(6), "value": rng.normal(spread.effect, spread.sd, 6)})}
+        d = combine(test(data, s)).verdict
+        hits += d == HOLDS and not stability(claim, data, s, d).reason(d)
+    assert abs(hits / draws - expected) < 3 * np.sqrt(expected * (1 - expected) / draws), (hits / draws, expected)

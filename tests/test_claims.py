@@ -762,3 +762,19 @@ def test_configs_readme_says_which_config_can_decide_each_claim():
     assert set(rows) == set(designs)
     for claim, names in designs.items():
         assert rows[claim] == ["yes" if name in names else "no" for name in shipped], claim
+
+
+def test_a_design_decides_only_with_the_seeds_that_give_it_power():
+    """"Decidable on this config" asks for 80% power at the measured spread: one seed short of
+    the count the power model names is not decidable and names that count; that count is."""
+    from sparselen.calibration import power
+
+    section = load([ROOT / "configs/cpu-extended.yaml"])["ppc"]
+    tasks = ppc_claims._deciding(section, "C1")
+    need = power.seeds_needed("C1", len(tasks), section["eval"]["n"])
+    few = {**section, "seeds": list(range(need - 1))}
+    few |= {t: {k: v for k, v in section[t].items() if k != "seeds"} for t in tasks}
+    gap = cl.design_gaps({"ppc": few})["C1"]
+    assert gap.startswith(f"needs about {need} seeds per task for 80% power; this config runs {need - 1}"), gap
+    assert cl.design_gaps({"ppc": {**few, "seeds": list(range(need))}})["C1"] == ""
+    assert power.claim_power("C1", need, len(tasks), section["eval"]["n"]) >= power.TARGET

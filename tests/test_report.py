@@ -237,3 +237,22 @@ def test_decided_claims_give_their_absolute_numbers_and_where_and_the_fitted_run
 
     nothing_ran = pd.DataFrame({"group": ["-"], "tested": [False], "control": [False]})
     assert tag("ppc", nothing_ran) == "paper's task"  # C2 with none of its tasks run
+
+
+def test_a_line_that_sends_the_user_to_paper_yaml_names_what_it_decides_and_its_power():
+    from conftest import ROOT
+    from sparselen.config import load
+    from sparselen.report import claims as cl
+    from test_claims import FACTS, RES
+
+    shipped = {"config.yaml": load([ROOT / "config.yaml"]), "paper.yaml": load([ROOT / "configs/paper.yaml"])}
+    deciders = cl.deciders(shipped)
+    runs = parity_runs(sparse_wins, seeds=(0, 1))
+    table = cl.check({"parity": {"evals": runs}}, RES, FACTS, designs=deciders,
+                     gaps=cl.design_gaps({"parity": shipped["config.yaml"]["parity"]}))
+    p1 = table[(table["claim"] == "P1") & (table["group"] == "all")].iloc[0]
+    assert p1["state"] == "not decidable on this config"
+    assert p1["design"].startswith("needs about ") and "seeds per K_train for 80% power" in p1["design"]
+    power = cl.CLAIMS[0].power(shipped["paper.yaml"]["parity"])
+    assert f"run configs/paper.yaml (power {power:.0%} at the measured effect; decides P1, P2" in p1["answer"]
+    assert power >= 0.8

@@ -21,7 +21,6 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from sparselen.report import claims as cl
 from sparselen.stats import Resampling
 from sparselen.verdicts import FAILS, HOLDS, INCONCLUSIVE, Settings, combine
 
@@ -67,6 +66,8 @@ class Scenario:
 
 
 def claim_of(claim_id: str):
+    from sparselen.report import claims as cl  # the claims import this package's power model
+
     return next(c for c in cl.CLAIMS if c.id == claim_id)
 
 
@@ -78,6 +79,8 @@ def final_verdict(scenario: Scenario, sizes: Sizes, rng: np.random.Generator, re
     settings = Settings(resampling.n_boot, resampling.seed, resampling.level, facts.get(claim.slice, {}))
     decided = combine(claim.test(data[claim.slice], settings)).verdict
     if decided == HOLDS or (decided == FAILS and scenario.truth == TRUE):
+        from sparselen.report import claims as cl
+
         t = cl.check(data, resampling, facts, claims=[claim])
         return t[t["group"] == "all"]["verdict"].iloc[0]
     return decided if decided == FAILS else INCONCLUSIVE

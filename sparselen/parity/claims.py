@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sparselen.calibration import power
 from sparselen.stats import (CORRELATION, binomial_noise, margin_range, ratio_noise, shrunk_accuracy, spearman,
                              t_interval)
-from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, gate_result, interval_result,
-                                seeds_design)
+from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, gate_result, interval_result)
 
 READS = ("evals",)  # the per-run tables the tests read (RUN_TABLES["parity"] in the rules)
 
@@ -175,24 +175,42 @@ def parity_denser_falls_faster(data: dict, s: Settings) -> list[Result]:
     return out
 
 
-def _rankable(section: dict) -> str:
+def _groups_of(claim: str, section: dict) -> int:
+    """The K_train groups ``claim`` is tested on: those with MIN_RANK_CELLS evaluated k_test <=
+    K_train (P1, P3), those evaluated at k_test = K_train (P2)."""
     ks = section["eval"]["k_test"]
-    if not any(sum(k <= K for k in ks) >= MIN_RANK_CELLS for K in section["K_train"]):
+    if claim == "P2":
+        return len(set(section["K_train"]) & set(ks))
+    return sum(sum(k <= K for k in ks) >= MIN_RANK_CELLS for K in section["K_train"])
+
+
+def _power(claim: str):
+    return lambda section: power.claim_power(claim, len(section["seeds"]), _groups_of(claim, section),
+                                             section["eval"]["n"])
+
+
+def _powered(claim: str, section: dict) -> str:
+    """"" when the config's seeds per K_train give ``claim`` its power at the measured spread."""
+    return power.design(claim, len(section["seeds"]), _groups_of(claim, section), section["eval"]["n"], "K_train")
+
+
+def _rankable(section: dict, claim: str = "P1") -> str:
+    if not _groups_of(claim, section):
         return f"no K_train with {MIN_RANK_CELLS} evaluated k_test <= K_train"
-    return seeds_design(len(section["seeds"]))
+    return _powered(claim, section)
 
 
 def _falls(section: dict) -> str:
     lengths, train_max = section["eval"]["lengths"], section["train"]["lengths"][1]
     if not any(train_max < L < max(lengths) for L in lengths):
         return "no evaluated length between the training lengths and the longest (P1's)"
-    return _rankable(section)
+    return _rankable(section, "P3")
 
 
 def _retainable(section: dict) -> str:
-    if not set(section["K_train"]) & set(section["eval"]["k_test"]):
+    if not _groups_of("P2", section):
         return "no K_train is an evaluated k_test"
-    return seeds_design(len(section["seeds"]))
+    return _powered("P2", section)
 
 
 CLAIMS = (
@@ -202,7 +220,7 @@ CLAIMS = (
           f"For every K_train with {MIN_RANK_CELLS} fitted k_test <= K_train: at the longest evaluated length, "
           "Spearman's rho of accuracy against k_test per seed; the t interval of the seeds' rhos has its upper end "
           "< 0.",
-          parity_rank, "parity", _rankable),
+          parity_rank, "parity", _rankable, power=_power("P1")),
     Claim("P2", "parity", "A trained sparsity generalizes to samples ten times longer.",
           "l is sampled uniformly subject to the length of the sample satisfying 2l in [20, 50] ... We then "
           "evaluate the performance of each of the trained transformers h_K_train on samples drawn from "
@@ -210,7 +228,7 @@ CLAIMS = (
           f"For every K_train, at k_test = K_train and the longest evaluated length: the retained margin "
           f"(acc - 0.5) / (acc_in - 0.5) per seed, acc_in on the training lengths; the t interval of the seeds' "
           f"values has its low end > {RETAINED}.",
-          parity_retained, "parity", _retainable),
+          parity_retained, "parity", _retainable, power=_power("P2")),
     Claim("P3", "parity", "Accuracy falls faster with length the larger k is.",
           "a key factor driving length generalization is a 'sparse' dependency structure of each token on the "
           "previous ones",
@@ -219,5 +237,5 @@ CLAIMS = (
           "of the retained margin lost per doubling of length, (1 - retained(L)) / log2(L / longest training "
           "length)) against k_test; the t interval of the seeds' rhos has its low end > 0. P1 and P3 read the same "
           "runs and seeds, on different lengths: they are not independent evidence.",
-          parity_denser_falls_faster, "parity", _falls),
+          parity_denser_falls_faster, "parity", _falls, power=_power("P3")),
 )

@@ -18,11 +18,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sparselen.calibration import power
 from sparselen.ppc.tasks import sampler_params, task_module
 from sparselen.stats import (DIFFERENCE, binomial_noise, margin_range, ratio_noise, t_interval,
                             welch_interval)
 from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide, gate_result,
-                                seeds_design, verdict_result)
+                                verdict_result)
 
 READS = ("evals",)  # the per-run tables the tests read (RUN_TABLES["ppc"] in the rules)
 
@@ -262,26 +263,37 @@ def ppc_predicts_ids(data: dict, s: Settings) -> list[Result]:
     return out
 
 
-def _design(section: dict, decides) -> str:
-    """"" when some task that ``decides`` (given its facts) runs coupled and a baseline on enough seeds."""
+def _deciding(section: dict, claim: str) -> list:
+    """The tasks ``claim`` is decided on, from their facts: C1 those whose ids do not depend on
+    the input, C2 the paper's whose ids do (controls aside)."""
     f = facts(section)["tasks"]
-    tasks = [t for t in section["tasks"] if decides(f[t])]
+    if claim == "C1":
+        return [t for t in section["tasks"] if not f[t]["ids_depend_on_input"] and not f[t]["control"]]
+    return [t for t in section["tasks"] if f[t]["ids_depend_on_input"] and not f[t]["control"]
+            and f[t]["origin"] == "paper"]
+
+
+def _sizing(section: dict, claim: str) -> tuple[int, int, int]:
+    """(seeds of the deciding task with fewest, deciding tasks, samples per cell)."""
+    tasks = _deciding(section, claim)
+    return min(len(section[t].get("seeds", section["seeds"])) for t in tasks), len(tasks), section["eval"]["n"]
+
+
+def _design(section: dict, claim: str) -> str:
+    """"" when the tasks ``claim`` is decided on run coupled and a baseline on seeds that give it
+    its power at the measured spread (every such task must hold)."""
     schemes = set(section["schemes"])
-    if not tasks:
+    if claim == "C2" and PREDICTED not in schemes:
+        return "no ppc run"
+    if not _deciding(section, claim):
         return "no task of the kind the claim is decided on"
     if ORACLE not in schemes or not schemes - {ORACLE, PREDICTED}:
         return "no coupled run or no baseline"
-    return seeds_design(max(len(section[t].get("seeds", section["seeds"])) for t in tasks))
+    return power.design(claim, *_sizing(section, claim), "task")
 
 
-def _c1_design(section: dict) -> str:
-    return _design(section, lambda f: not f["ids_depend_on_input"] and not f["control"])
-
-
-def _c2_design(section: dict) -> str:
-    if PREDICTED not in section["schemes"]:
-        return "no ppc run"
-    return _design(section, lambda f: f["ids_depend_on_input"] and not f["control"] and f["origin"] == "paper")
+def _power(claim: str):
+    return lambda section: power.claim_power(claim, *_sizing(section, claim)) if _deciding(section, claim) else 0.0
 
 
 CLAIMS = (
@@ -294,7 +306,7 @@ CLAIMS = (
           f"and coupled keeps more than {RETAINED} of its margin above the task's exact-match chance level (its "
           "module's: a model that keeps the format and guesses what it must look up) from the training sizes to the "
           "largest (t interval over the fitted runs, low end).",
-          ppc_coupling, "ppc", _c1_design),
+          ppc_coupling, "ppc", lambda section: _design(section, "C1"), power=_power("C1")),
     Claim("C2", "ppc", "Predictive Position Coupling makes coupling work where the ids depend on the input.",
           "Predictive Position Coupling thereby allows us to broaden the array of tasks to which position coupling "
           "can successfully be applied",
@@ -304,5 +316,5 @@ CLAIMS = (
           f"intervals over the fitted runs), and ppc keeps more than {RETAINED} of its margin above the task's "
           "exact-match chance level from the training sizes to the largest (t interval, low end; the reference rows "
           "too).",
-          ppc_predicts_ids, "ppc", _c2_design),
+          ppc_predicts_ids, "ppc", lambda section: _design(section, "C2"), power=_power("C2")),
 )

@@ -88,8 +88,11 @@ def measured(claim: str, r, units: str) -> str:
 
 
 def _where(decidable_on: str) -> str:
-    names = [n.strip() for n in str(decidable_on or "").split(",") if n.strip()]
-    paths = [n if n == "config.yaml" else f"configs/{n}" for n in names]
+    """"run configs/paper.yaml (power 85% ...; decides P1, ...)": the shipped configs that can
+    decide the claim, each with what ``report.claims.deciders`` says of it."""
+    names = [m.strip() for n in str(decidable_on or "").split(" | ")
+             for m in (n.split(",") if "(" not in n else [n]) if m.strip()]
+    paths = [n if n.startswith("config.yaml") else f"configs/{n}" for n in names]
     if not paths:
         return "no shipped config can decide it"
     return "run " + (" or ".join(paths) if len(paths) < 3 else ", ".join(paths[:-1]) + " or " + paths[-1])

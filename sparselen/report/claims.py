@@ -47,7 +47,7 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
     slice to its tables by name (its claims module's ``READS``); absent: the slice was not run.
     ``facts`` maps a slice to its claims module's ``facts`` of the config run (a criterion's
     placeholders are filled in from them). ``designs`` maps a claim to the shipped configs whose
-    design can decide it (``decidable_on``); ``gaps`` maps a claim to what the config run lacks
+    design can decide it (``decidable_on``: their names, or as ``deciders`` words them); ``gaps`` maps a claim to what the config run lacks
     to decide it (``design_gaps``; "" or absent: nothing). The ``all`` rows also carry the
     claim's ``state`` and its ``answer`` in plain words (``sparselen.report.answer``), ``units``,
     the seeds (documents) behind its intervals, and ``decided``, its verdict before the
@@ -58,7 +58,7 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
         settings = Settings(resampling.n_boot, resampling.seed, resampling.level, facts.get(c.slice, {}))
         base = {"claim": c.id, "slice": c.slice, "statement": c.statement, "quote": c.quote,
                 "criterion": c.criterion.format_map(_Facts(settings.facts)), "figure": c.figure,
-                "decidable_on": ", ".join((designs or {}).get(c.id, [])), "design": (gaps or {}).get(c.id, "")}
+                "decidable_on": " | ".join((designs or {}).get(c.id, [])), "design": (gaps or {}).get(c.id, "")}
         if table is None:
             reason = f"the {c.slice} slice was not run"
             rows.append({**base, "group": "all", "verdict": NOT_RUN, "reason": reason, "stability": np.nan,
@@ -119,6 +119,22 @@ def designs(configs: dict, claims=CLAIMS) -> dict:
     the slice runs and its claim's ``design`` finds nothing missing."""
     return {c.id: [name for name, cfg in configs.items() if c.slice in cfg and not c.design(cfg[c.slice])]
             for c in claims}
+
+
+def deciders(configs: dict, claims=CLAIMS) -> dict:
+    """Per claim, each config that can decide it worded for the report: its name, its power on
+    the claim at the measured spread (seed-level claims) and every claim it can decide, e.g.
+    "paper.yaml (power 85%; decides P1, P2, ...)"."""
+    can = designs(configs, claims)
+    decides = {name: [c for c, names in can.items() if name in names] for name in configs}
+    out = {}
+    for c in claims:
+        out[c.id] = []
+        for name in can[c.id]:
+            p = c.power(configs[name][c.slice]) if c.power else None
+            power = f"power {p:.0%} at the measured effect; " if p is not None else ""
+            out[c.id].append(f"{name} ({power}decides {', '.join(decides[name])})")
+    return out
 
 
 def fmt_value(r) -> str:

@@ -33,7 +33,7 @@ def claims(job) -> pd.DataFrame:
     r = p.report
     shipped = {Path(f).name: load_config([f]) for f in i.shipped}
     table = cl.check(data, Resampling(n_boot=r["bootstrap"], seed=r["seed"], level=r["level"]), p.facts,
-                     designs=cl.designs(shipped), gaps=p.gaps)
+                     designs=cl.deciders(shipped), gaps=p.gaps)
     table["criteria"] = p.criteria
     io.write_csv(table, job.output.csv)
     md = "\n".join([f"# {renderer.TITLE}: claims", ""] + renderer.answer_section(table)[2:]

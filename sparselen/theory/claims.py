@@ -13,9 +13,10 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from sparselen.calibration import power
 from sparselen.stats import DIFFERENCE, binomial_noise, margin_range, ratio_noise, t_interval, welch_interval
 from sparselen.verdicts import (FAILS, FIT, INCONCLUSIVE, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide,
-                                gate_result, interval_result, seeds_design, verdict_result)
+                                gate_result, interval_result, verdict_result)
 
 READS = ("evals",)  # the per-run tables the tests read (RUN_TABLES["theory"] in the rules)
 
@@ -206,7 +207,7 @@ def _t1_design(section: dict) -> str:
     if max(section["gpt"]["k"], default=0) < 2:
         return ("no GPT run with k >= 2 (theory.gpt.k; the laws coincide at k = 1), and on the idealized model T1 "
                 "holds by construction (an implementation check)")
-    return _seeds(section)
+    return _seeds(section, "T1")
 
 
 def _t2_design(section: dict) -> str:
@@ -214,11 +215,24 @@ def _t2_design(section: dict) -> str:
         return "the local law is not run"
     if max(section["eval"]["ratios"]) <= 1:
         return "no Lbar beyond L"
-    return _seeds(section)
+    return _seeds(section, "T2")
 
 
-def _seeds(section: dict) -> str:
-    return seeds_design(len(section["seeds"]))
+def _groups(section: dict, claim: str) -> int:
+    """T1: the GPT's k >= 2; T2: every (model, k) on the local law."""
+    if claim == "T1":
+        return sum(k >= 2 for k in section["gpt"]["k"])
+    return len(section["k"]) + len(section["gpt"]["k"])
+
+
+def _seeds(section: dict, claim: str) -> str:
+    """"" when the config's seeds give ``claim`` its power at the measured spread over its groups."""
+    return power.design(claim, len(section["seeds"]), _groups(section, claim), section["eval"]["n"], "(model, k)")
+
+
+def _power(claim: str):
+    return lambda section: power.claim_power(claim, len(section["seeds"]), _groups(section, claim),
+                                             section["eval"]["n"])
 
 
 CLAIMS = (
@@ -230,7 +244,7 @@ CLAIMS = (
           f"non-local law minus the local law, the reference shown beside it, has its high end < "
           f"-{NONINFERIORITY:.2g} (the comparison detects the shortfall the locality requirement predicts). The "
           f"idealized model's runs are shown beside it as an {IMPLEMENTATION_CHECK}: {BY_CONSTRUCTION}.",
-          theory_coupling, "theory", _t1_design),
+          theory_coupling, "theory", _t1_design, power=_power("T1")),
     Claim("T2", "theory", "Local sparse planted correlations generalize with error growing at most like (Lbar/L)^2.",
           "we can decrease our overall error bound from O(eta_L eta_Lbar L Lbar^2 delta) to O((Lbar/L)^2 delta)",
           f"For every (model, k) on the local law with fitted runs: the exponent b of the log loss's growth, loss ~ "
@@ -238,5 +252,5 @@ CLAIMS = (
           f"interval over runs with its upper end < {GROWTH_EXPONENT:g}, on the runs whose loss at L is above the "
           f"floor ({{floor}}; runs at the floor are counted, not given an exponent), and the accuracy margin above chance "
           f"kept at the largest Lbar, (acc - 1/q) / (acc_L - 1/q), has its low end > {RETAINED}.",
-          theory_local, "theory", _t2_design),
+          theory_local, "theory", _t2_design, power=_power("T2")),
 )
