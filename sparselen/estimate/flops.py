@@ -154,6 +154,17 @@ def aggregate(job=None, config=None) -> Work:
     return Work(model_job=False).unit("aggregate_job", 1)
 
 
+def step_overhead(term: Term, profile: Profile) -> float:
+    """Seconds a training step of ``term`` takes beside its FLOPs: the step's own, each pass's
+    per-layer kernel launches, and each further run's batch of a stack."""
+    return profile.step_s + (term.runs - 1) * profile.batch_s + term.passes * term.n_layer * profile.step_layer_s
+
+
+def step_seconds(term: Term, profile: Profile) -> float:
+    """One training step of ``term`` (all its runs, for a stack's): its FLOPs and overheads."""
+    return term.flops / term.calls / profile.rate(term.d_model) + step_overhead(term, profile)
+
+
 def seconds(work: Work, profile: Profile) -> dict:
     """Predicted seconds of one job: ``seconds`` in all; its resumable part ``train_seconds``
     (``work.resumable``: what its checkpoints keep, for the resubmission arithmetic);
@@ -167,9 +178,8 @@ def seconds(work: Work, profile: Profile) -> dict:
         flop_s = t.flops / profile.rate(t.d_model)
         busy += flop_s
         s = flop_s
-        if t.kind == "train":  # the per-layer overheads (kernel launches) come with every pass
-            s += t.calls * (profile.step_s + (t.runs - 1) * profile.batch_s
-                            + t.passes * t.n_layer * profile.step_layer_s)
+        if t.kind == "train":
+            s += t.calls * step_overhead(t, profile)
         else:
             s += t.calls * (profile.call_s + t.n_layer * profile.call_layer_s) * (2 if t.kind == "grad" else 1)
         if t.kind in work.resumable:
