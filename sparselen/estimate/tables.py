@@ -280,7 +280,9 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     ``gpu_busy`` are a GPU job's predicted model FLOP utilisation and the share of its time its
     GPU computes for it, alone on the GPU (what packing fills). The wall clock follows the DAG
     (``timeline.campaign_clock``): on a cluster, on each of ``gpus_available`` GPUs; for a local
-    run (no GPU), on this machine's ``cores`` (default: all), without the SLURM tables."""
+    run (no GPU), on this machine's ``cores`` (default: all), without the SLURM tables. Each small
+    slice's runs go into stacks of its ``stack`` (``stacks.stack``); ``best_stacks``: the larger
+    stacks that would fit the GPU (``stack_choice``)."""
     from sparselen.estimate.display import markdown
     from sparselen.estimate.timeline import campaign_clock
     from sparselen.packing import jobs_per_gpu
