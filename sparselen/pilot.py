@@ -5,7 +5,9 @@ campaign: the pilot").
 Per shape it prints step time, tokens/s, MFU (``Decoder.flops_per_token`` over the device's
 datasheet peak, or ``--peak-tflops``), peak memory beside the memory model's prediction, and
 whether the loss fell: a recipe check, flagging a shape whose loss does not fall in the run's
-first steps at its learning rate. It writes a device profile fitted to the measured steps
+first steps at its learning rate. Where a slice stacks its runs (``stack``), it also trains a
+stack of that many runs of each of its shapes (``sparselen.stacked``) and measures its step and
+peak memory. Every row shows the step the estimate predicts with the fitted profile. It writes a device profile fitted to the measured steps
 (``sparselen.estimate.calibrate.fit``), which ``sparselen estimate --gpu FILE`` reads (a CPU's:
 ``--cpu-profile FILE``), so the campaign's estimate comes from the user's own hardware.
 
@@ -129,24 +131,103 @@ def measure(d, training, config: dict, steps: int, device, peak: float, director
         train(mc, tc, counted, run)
         measured = torch.cuda.max_memory_allocated(device) if cuda else cpu_peak(mc, tc, batches, run, directory)
     rows = pd.read_csv(files.log_csv)
+    step_s, flops = step_time(rows, per_step)
+    first, last, fell = loss_fell(list(rows["loss"]))
+    passes = math.ceil(tc.batch_size / tc.micro_batch) if 0 < tc.micro_batch < tc.batch_size else 1
+    work = cost_function(d.rule)(d, config)
+    predicted = work.memory.get("gpu" if cuda else "cpu")
+    return {"slice": d.slice, "shape": describe(mc, tc), "job": d.name, "stack": 1, "lr": tc.optim.lr,
+            "step_ms": 1e3 * step_s, "tokens_per_s": statistics.fmean(per_step[s][0] for s in per_step) / step_s,
+            "mfu": flops / step_s / peak if peak else math.nan,
+            "peak_mem_gib": measured / memory.GiB, "predicted_gib": predicted.bytes / memory.GiB if predicted else math.nan,
+            "loss_first": first, "loss_last": last, "loss_fell": fell,
+            "_fit": (mc.n_layer * passes, mc.d_model, flops, step_s), "_work": work}
+
+
+def step_time(rows, per_step: dict) -> tuple[float, float]:
+    """(median seconds, mean model FLOPs) of a step over a run's logged intervals after the
+    first (start-up, compilation): ``rows`` its log (``tokens_per_s``: its tokens over the
+    interval's time), ``per_step`` its (tokens, FLOPs) at each step."""
     bounds = [0, *rows["step"]]
     intervals = []  # (steps, seconds, model FLOPs) of each logged interval
     for (lo, hi), tokens_per_s in zip(zip(bounds, bounds[1:]), rows["tokens_per_s"]):
         tokens = sum(per_step[s][0] for s in range(lo, hi))
         intervals.append((hi - lo, tokens / tokens_per_s, sum(per_step[s][1] for s in range(lo, hi))))
-    steady = intervals[1:] or intervals  # the first interval carries start-up (and compilation)
-    step_s = statistics.median(s / n for n, s, _ in steady)
-    flops = statistics.fmean(f / n for n, _, f in steady)
-    first, last, fell = loss_fell(list(rows["loss"]))
-    passes = math.ceil(tc.batch_size / tc.micro_batch) if 0 < tc.micro_batch < tc.batch_size else 1
-    kind = "gpu" if cuda else "cpu"
-    predicted = cost_function(d.rule)(d, config).memory.get(kind)
-    return {"slice": d.slice, "shape": describe(mc, tc), "job": d.name, "lr": tc.optim.lr,
-            "step_ms": 1e3 * step_s, "tokens_per_s": statistics.fmean(per_step[s][0] for s in per_step) / step_s,
-            "mfu": flops / step_s / peak if peak else math.nan,
-            "peak_mem_gib": measured / memory.GiB, "predicted_gib": predicted.bytes / memory.GiB if predicted else math.nan,
-            "loss_first": first, "loss_last": last, "loss_fell": fell,
-            "_fit": (mc.n_layer * passes, mc.d_model, flops, step_s)}
+    steady = intervals[1:] or intervals
+    return statistics.median(s / n for n, s, _ in steady), statistics.fmean(f / n for n, _, f in steady)
+
+
+def cell_trainings(config: dict, dag_jobs, d, tokens: str, size: int) -> list[tuple]:
+    """(model config, trainer settings, batch function) of the first ``size`` runs of ``d``'s
+    cell (its rule and wildcards but the seed), in seed order: the runs a stack trains together."""
+    from sparselen.jobs import Job
+
+    cell = {k: v for k, v in vars(d.wildcards).items() if k != "seed"}
+    members = sorted((j for j in dag_jobs if j.rule == d.rule
+                      and {k: v for k, v in vars(j.wildcards).items() if k != "seed"} == cell),
+                     key=lambda j: j.wildcards.seed)[:size]
+    module = importlib.import_module(f"sparselen.{d.slice}.jobs")
+    return [module.training(Job.of(j.rule, params=vars(j.params), wildcards=vars(j.wildcards), config=config,
+                                   input={"tokens": tokens} if j.slice == "language" else None)) for j in members]
+
+
+def measure_stack(d, trainings: list[tuple], config: dict, steps: int, device, peak: float, directory: Path) -> dict:
+    """Train a stack of the runs ``trainings`` (``sparselen.stacked.train_stack``) for ``steps``
+    steps (their schedule) and measure its step: what the estimate's stack model predicts."""
+    import pandas as pd
+    import torch
+
+    from sparselen.estimate import memory, stacks
+    from sparselen.estimate.plan import cost_function
+    from sparselen.estimate.tracker import PeakTensorMemory
+    from sparselen.jobs import Runtime
+    from sparselen.run import Run, RunFiles
+    from sparselen.stacked import train_stack
+
+    mc, S = trainings[0][0], len(trainings)
+    steps = min(steps, trainings[0][1].steps)
+    meta = memory.meta_model(mc)
+    per_step = {}  # step -> (the first run's tokens, all runs' tokens, all runs' model FLOPs)
+
+    def counted(fn, first: bool):
+        def batch(step):
+            b = fn(step)
+            mine, tokens, flops = per_step.get(step, (0, 0, 0.0))
+            per_step[step] = (mine + first * b.num_tokens, tokens + b.num_tokens,
+                              flops + b.num_tokens * meta.flops_per_token(b.input_ids.shape[1]))
+            return b
+        return batch
+
+    runtime = Runtime(str(device), bool(config["compile"]), int(config["threads"]), peak_flops=peak)
+
+    def runs(tag: str, n_steps: int):
+        cfgs = [replace(tc, steps=n_steps, schedule_steps=tc.steps, checkpoint_every=n_steps,
+                        log_every=max(1, n_steps // 50)) for _, tc, _ in trainings]
+        files = [RunFiles(*(directory / f"{tag}{s}.{ext}" for ext in ("model", "log.csv", "summary.json", "ckpt")))
+                 for s in range(S)]
+        return cfgs, [Run({"pilot": d.bench, "stack": s}, vars(d.wildcards), f, runtime) for s, f in enumerate(files)]
+
+    cfgs, stack_runs = runs("stack", steps)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+    with quiet():
+        train_stack(mc, cfgs, [counted(fn, s == 0) for s, (_, _, fn) in enumerate(trainings)], stack_runs)
+        if cuda:
+            measured = torch.cuda.max_memory_allocated(device)
+        else:
+            cfgs2, runs2 = runs("memory", 2)
+            with PeakTensorMemory() as tracked:
+                train_stack(mc, cfgs2, [fn for _, _, fn in trainings], runs2)
+            measured = tracked.peak
+    # a run's log has its own tokens over the stack's time
+    step_s, flops = step_time(pd.read_csv(stack_runs[0].files.log_csv), {k: (v[0], v[2]) for k, v in per_step.items()})
+    work = stacks.stack_work([cost_function(d.rule)(d, config)] * S, d.slice)
+    predicted = work.memory.get("gpu" if cuda else "cpu")
+    return {"slice": d.slice, "shape": describe(mc, trainings[0][1]), "job": d.name, "stack": S,
+            "step_ms": 1e3 * step_s, "tokens_per_s": statistics.fmean(v[1] for v in per_step.values()) / step_s,
+            "mfu": flops / step_s / peak if peak else math.nan, "peak_mem_gib": measured / memory.GiB,
+            "predicted_gib": predicted.bytes / memory.GiB if predicted else math.nan, "_work": work}
 
 
 @contextlib.contextmanager
@@ -221,10 +302,13 @@ def pilot(configfiles, steps: int = 300, out: str = "pilot_profile.json", peak_t
     from sparselen.config import load
     from sparselen.device import configure_cpu, resolve_device
     from sparselen.estimate.dag import workflow_jobs
+    from sparselen.estimate.flops import step_seconds
+    from sparselen.estimate.stacks import configured
     from sparselen.jobs import Runtime
     from sparselen.train import peak_flops
 
     config = load(configfiles)
+    configured_stacks = configured(config)
     configure_cpu(config["threads"])
     device = resolve_device(config["device"], config["gpus_per_job"])
     tflops = peak_tflops if peak_tflops is not None else config["peak_tflops"]
@@ -232,7 +316,8 @@ def pilot(configfiles, steps: int = 300, out: str = "pilot_profile.json", peak_t
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
         tokens, real = language_tokens(config, directory) if "language" in config else ("", True)
-        found = shapes(config, workflow_jobs(configfiles), tokens)
+        dag_jobs = workflow_jobs(configfiles)
+        found = shapes(config, dag_jobs, tokens)
         print_(f"pilot: {len(found)} distinct model shapes, {steps} steps each, on {device}"
                + ("" if real else "; language shapes on random tokens (their loss is not checked)"))
         results = []
@@ -242,8 +327,18 @@ def pilot(configfiles, steps: int = 300, out: str = "pilot_profile.json", peak_t
             if d.slice == "language" and not real:
                 r["loss_fell"] = None
             results.append(r)
-    table = pd.DataFrame([{k: v for k, v in r.items() if k != "_fit"} for r in results])
+        stacked = []  # each shape of a slice that stacks: a stack of its config's size
+        for key, d, training in found:
+            size = configured_stacks.get(d.slice, 1)
+            if size > 1:
+                log.info("pilot: %s (%s), a stack of %d", d.rule, d.name, size)
+                trainings = cell_trainings(config, dag_jobs, d, tokens, size)
+                stacked.append(measure_stack(d, trainings, config, steps, device, peak, directory))
     prof = profile(results, device, bool(config["compile"]), int(config["threads"]))
+    for r in results + stacked:  # the estimate's step with the fitted profile, beside the measured
+        term = next(t for t in r.pop("_work").terms if t.kind == "train")
+        r["predicted_ms"] = 1e3 * step_seconds(term, prof)
+    table = pd.DataFrame([{k: v for k, v in r.items() if k != "_fit"} for r in results + stacked])
     io.write_text(out, prof.to_json() + "\n")
     print_(table.to_markdown(index=False, floatfmt=".4g"))
     flat = table[table["loss_fell"] == False]  # noqa: E712 (None: not checked)

@@ -13,7 +13,7 @@ import torch
 
 from conftest import ROOT, SMOKE
 from sparselen.config import load
-from sparselen.estimate import calibrate, dag, flops, memory, plan, profiles, schedule, tables, timeline
+from sparselen.estimate import calibrate, dag, flops, memory, plan, profiles, schedule, stacks, tables, timeline
 from sparselen.model import GPTNeoX, ModelConfig
 
 PAPER = (ROOT / "configs/paper.yaml",)
@@ -548,3 +548,117 @@ def test_a_submission_over_its_limit_is_a_warning_when_it_resumes(capsys, paper_
     out = capsys.readouterr().out
     assert "exceed their SLURM time limit" in out and t["errors"] == []
     assert "language_analyze" in out and "resuming from checkpoints" in out and "no checkpoints" not in out
+
+
+def stacked_config(sizes: dict) -> dict:
+    cfg = load(PAPER)
+    for name, size in sizes.items():
+        cfg[name]["stack"] = size
+    return cfg
+
+
+def test_a_stack_is_priced_as_one_job(capsys, paper_jobs):
+    """paper.yaml with parity.stack 4 and ppc.stack 6 on an H100: each cell's seeds in
+    consecutive chunks, one training and one evaluation job per chunk in a submission of its
+    own; a stack pays start-up and compilation once, costs more than one run and less than its
+    runs alone, computes at least its runs' FLOPs (batches padded to the step's longest) and
+    holds S x a run's training step; whatever read a run's jobs reads its stack's."""
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    cfg = stacked_config({"parity": 4, "ppc": 6})
+    jobs = stacks.stack(cfg, paper_jobs)
+    parity = [j for j in jobs if j.dag.rule == "parity_train"]
+    cells = len(cfg["parity"]["K_train"])
+    assert len(parity) == 2 * cells and sorted(j.work.runs for j in parity) == [2] * cells + [4] * cells
+    assert {j.dag.wildcards.seeds for j in parity} == {"0-3", "4-5"}
+    assert sum(j.work.runs for j in jobs if j.dag.rule == "ppc_train") == sum(
+        j.dag.rule == "ppc_train" for j in paper_jobs)
+    assert {j.work.runs for j in jobs if j.dag.rule == "ppc_evaluate"} == {6}
+    assert [j for j in jobs if j.dag.rule == "theory_run_gpt"] == [j for j in paper_jobs if j.dag.rule == "theory_run_gpt"]
+    # every dependency is a job of the stacked DAG; a stack's evaluation waits on its training
+    ids = {j.dag.jobid for j in jobs}
+    assert all(d in ids for j in jobs for d in j.dag.deps)
+    stack = next(j for j in parity if j.work.runs == 4)
+    evaluation = next(j for j in jobs if j.dag.rule == "parity_evaluate" and j.dag.submission == stack.dag.submission)
+    assert stack.dag.jobid in evaluation.dag.deps and evaluation.work.runs == 4
+    one = next(j for j in paper_jobs if j.dag.rule == "parity_train")
+    t1, t4 = flops.seconds(one.work, gpu), flops.seconds(stack.work, gpu)
+    assert t4["restart_seconds"] == t1["restart_seconds"] == gpu.job_s + gpu.compile_s
+    assert t1["seconds"] < t4["seconds"] < 4 * t1["seconds"]
+    (train,) = [t for t in stack.work.terms if t.kind == "train"]
+    longest = 3 * train.shape.forward(train.rows, max(train.lengths)) * train.calls
+    assert 4 * one.work.flops < stack.work.flops < 4 * longest
+    assert stack.work.memory["gpu"].bytes == pytest.approx(
+        memory.stacked(one.work.memory["gpu"].bytes, 4, "gpu"))
+    assert stack.work.memory["gpu"].key == "parity.stack"
+    assert stack.dag.limit_min == stack.dag.runtime_min + evaluation.dag.runtime_min
+
+    t = tables.report(cfg, paper_jobs, gpu, cpu)
+    out = capsys.readouterr().out
+    rules = t["rules"].set_index("rule")
+    assert rules.loc["parity_train", "jobs"] == 2 * cells and rules.loc["parity_train", "stack"] == 4
+    assert rules.loc["parity_train", "runs"] == cells * len(cfg["parity"]["seeds"])
+    assert re.search(rf"\| parity\s+\| parity_train\s+\| gpu\s+\|\s+{2 * cells} \|\s+{6 * cells} \|\s+4 \|", out)
+    assert "Stacks (parity.stack 4, ppc.stack 6; sparselen.stacked)" in out
+    subs = t["submissions"].set_index("submission")
+    assert subs.loc[stack.dag.submission, "rules"] == "parity_train+parity_evaluate"
+    assert not subs.loc[stack.dag.submission, "packed"] and t["errors"] == []
+    # theory stacks fewer than fit an H100: the estimate offers the largest, with its GPU-hours
+    assert t["best_stacks"] == {"parity": 6, "theory": 6}
+    assert "theory.stack: 6 (now 1)" in out and re.search(r"With them: [\d:]+ GPU-hours instead of", out)
+
+
+def test_a_stack_over_the_gpus_memory_exits_1_naming_its_key(tmp_path, monkeypatch, capsys, paper_dag):
+    """A GPU of 3 GiB (2.7 usable) holds a parity run's training step and evaluation, not a
+    stack of 6 of its training steps: the estimate exits 1 naming the stack and parity.stack;
+    the largest stack that fits is the one it offers."""
+    import json
+
+    from sparselen import config as config_module
+    from sparselen.cli import main
+
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"name": "small", "device": "gpu", "peak_flops": 1e14, "memory_bytes": 3 * 2**30}))
+    monkeypatch.setattr(dag, "workflow_jobs", lambda files: paper_dag)
+    loaded = config_module.load
+    monkeypatch.setattr(config_module, "load", lambda files: {**(c := loaded(files)), "parity": {**c["parity"], "stack": 6}})
+    assert main(["estimate", "--configfile", *map(str, PAPER), "--gpu", str(small)]) == 1
+    err = capsys.readouterr().err
+    line = next(line for line in err.splitlines() if line.startswith("ERROR: parity_train"))
+    assert re.fullmatch(r"ERROR: parity_train K_train=\d+ seeds=0-5 and \d+ more: predicted peak \d\.\d GiB \(training "
+                        r"step of 64 x 51 tokens for each of 6 runs\) > 2\.7 GiB usable on the GPU: lower parity\.stack "
+                        r"\(now 6; docs/gpu\.md\)", line), line
+    jobs = plan.plan(load(PAPER), paper_dag)
+    size, peak = stacks.largest_fit(load(PAPER), jobs, 2.7 * 2**30)["parity"]
+    one = next(j for j in jobs if j.dag.rule == "parity_train").work.memory["gpu"].bytes
+    assert 1 < size < 6 and peak.bytes <= 2.7 * 2**30 < memory.stacked(one, size + 1, "gpu")
+
+
+def test_the_memory_model_predicts_a_stacks_training_step():
+    """``train_stack``'s peak on the CPU, from its first model to its last file, within 30% of
+    S x a run's training step at S = 1 and 4 (benchmarks/stacked_memory.py measures more)."""
+    from sparselen.batch import Batch
+    from sparselen.estimate.tracker import PeakTensorMemory
+    from sparselen.jobs import Runtime
+    from sparselen.run import Run, RunFiles
+    from sparselen.stacked import train_stack
+    from sparselen.train import TrainConfig
+
+    cfg = ModelConfig(vocab_size=64, n_layer=2, n_head=4, d_model=64, d_ff=256, scheme="rope")
+
+    def batches(seed):
+        return lambda step: Batch(*torch.randint(0, 64, (2, 16, 48), generator=torch.Generator().manual_seed(seed)))
+
+    peaks = {}
+    for stack in (1, 4):
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory() as tmp, PeakTensorMemory() as t:
+            runs = [Run({"s": s}, {"seed": s}, RunFiles(*(Path(tmp) / f"{s}.{e}" for e in ("pt", "csv", "json", "ckpt"))),
+                        Runtime("cpu", False, 1)) for s in range(stack)]
+            train_stack(cfg, [TrainConfig(seed=s, steps=3, batch_size=16, log_every=1) for s in range(stack)],
+                        [batches(s) for s in range(stack)], runs)
+        predicted = memory.train_step(cfg, 16, 48, "cpu", stack=stack)
+        assert 0.7 < predicted / t.peak < 1.3, (stack, predicted / t.peak)
+        peaks[stack] = t.peak
+    assert peaks[4] > 3 * peaks[1]

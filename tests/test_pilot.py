@@ -64,3 +64,20 @@ def test_the_pilot_on_the_smoke_config(tmp_path, monkeypatch, capsys, smoke_dag)
     job = next(j for j in plan.plan(load([*SMOKE, gpus]), smoke_dag) if j.dag.bench == train)
     assert mine.loc[train, "seconds"] == pytest.approx(flops.seconds(job.work, prof)["seconds"])
     assert json.loads(out.read_text())["name"].endswith("(pilot)")
+
+
+def test_the_pilot_measures_a_stack(tmp_path, monkeypatch, smoke_dag):
+    """With parity.stack 2, the pilot also trains a stack of 2 of the parity shape's runs: its
+    step and peak memory beside the estimate's, and more memory than one run."""
+    from sparselen import config as config_module
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(dag, "workflow_jobs", lambda files: [j for j in smoke_dag if j.slice == "parity"])
+    loaded = config_module.load
+    monkeypatch.setattr(config_module, "load", lambda files: {**(c := loaded(files)), "parity": {**c["parity"], "stack": 2}})
+    table = pilot.pilot(SMOKE, steps=8, out=str(tmp_path / "pilot.json"), print_=lambda *a: None)["table"]
+    one, stack = (table[table["stack"] == s].iloc[0] for s in (1, 2))
+    assert stack["slice"] == "parity" and stack["step_ms"] > 0 and stack["predicted_ms"] > 0
+    assert 0.7 < stack["predicted_gib"] / stack["peak_mem_gib"] < 1.3, stack
+    assert stack["peak_mem_gib"] > 1.5 * one["peak_mem_gib"]
+    assert stack["tokens_per_s"] > 0 and one["predicted_ms"] > 0

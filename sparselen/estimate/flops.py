@@ -12,7 +12,7 @@ et al. 2020, "Scaling laws for neural language models", section 2.1). The slices
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sparselen.estimate.memory import DEVICES, Peak
 from sparselen.estimate.profiles import UNITS, Profile
@@ -71,6 +71,12 @@ class Term:
     n_layer: int
     d_model: int
     passes: int = 1  # forward/backward passes per call (a training step's micro-steps)
+    runs: int = 1  # runs a call serves (a stack's training step: sparselen.estimate.stacks)
+    # a training term's step: its rows, the equally likely lengths of a batch, the model's sizes
+    # (what a stack pads to the longest of its runs' batches)
+    rows: int = 0
+    lengths: tuple = ()
+    shape: Shape | None = None
 
 
 @dataclass
@@ -86,12 +92,17 @@ class Work:
     cpu_only: bool = False  # runs on the CPU even in a GPU job (theory SFA runs: --device cpu)
     devices: int = 1  # devices training one model together (language.parallel: processes x nodes)
     memory: dict = field(default_factory=dict)  # device kind ("gpu", "cpu") -> its largest pass (memory.Peak)
+    passes: list = field(default_factory=list)  # every pass: (what, key, {kind: bytes}, training step)
+    runs: int = 1  # the runs the job trains or evaluates (a stack's: sparselen.estimate.stacks)
 
-    def need(self, what: str, key: str, peak_bytes) -> "Work":
+    def need(self, what: str, key: str, peak_bytes, training_step: bool = False) -> "Work":
         """A pass of this job (``what``, shrunk by config ``key``) whose peak memory on a device
-        kind is ``peak_bytes(kind)``; the job's peak on each kind is its largest pass."""
-        for kind in DEVICES:
-            b = float(peak_bytes(kind))
+        kind is ``peak_bytes(kind)``; the job's peak on each kind is its largest pass.
+        ``training_step``: the pass a stack of runs takes for all of them at once (its peak
+        scales with the stack, ``memory.stacked``)."""
+        bytes_ = {kind: float(peak_bytes(kind)) for kind in DEVICES}
+        self.passes.append((what, key, bytes_, training_step))
+        for kind, b in bytes_.items():
             if kind not in self.memory or b > self.memory[kind].bytes:
                 self.memory[kind] = Peak(b, what, key)
         return self
@@ -125,7 +136,9 @@ def train_work(shape: Shape, train: dict, rows: int, seq_lens: list[float], pass
     steps = int(train["steps"])
     per_step = mean(3 * shape.forward(rows, T) for T in seq_lens)
     w = Work(train_steps=steps, checkpoint_every=int(train.get("checkpoint_every", steps)))
-    return w.add("train", steps, steps * per_step, shape, passes)
+    w.add("train", steps, steps * per_step, shape, passes)
+    w.terms[-1] = replace(w.terms[-1], rows=rows, lengths=tuple(seq_lens), shape=shape)
+    return w
 
 
 def micro_steps(rows: int, micro_batch: int) -> tuple[int, int]:
@@ -141,6 +154,17 @@ def aggregate(job=None, config=None) -> Work:
     return Work(model_job=False).unit("aggregate_job", 1)
 
 
+def step_overhead(term: Term, profile: Profile) -> float:
+    """Seconds a training step of ``term`` takes beside its FLOPs: the step's own, each pass's
+    per-layer kernel launches, and each further run's batch of a stack."""
+    return profile.step_s + (term.runs - 1) * profile.batch_s + term.passes * term.n_layer * profile.step_layer_s
+
+
+def step_seconds(term: Term, profile: Profile) -> float:
+    """One training step of ``term`` (all its runs, for a stack's): its FLOPs and overheads."""
+    return term.flops / term.calls / profile.rate(term.d_model) + step_overhead(term, profile)
+
+
 def seconds(work: Work, profile: Profile) -> dict:
     """Predicted seconds of one job: ``seconds`` in all; its resumable part ``train_seconds``
     (``work.resumable``: what its checkpoints keep, for the resubmission arithmetic);
@@ -154,8 +178,8 @@ def seconds(work: Work, profile: Profile) -> dict:
         flop_s = t.flops / profile.rate(t.d_model)
         busy += flop_s
         s = flop_s
-        if t.kind == "train":  # the per-layer overheads (kernel launches) come with every pass
-            s += t.calls * (profile.step_s + t.passes * t.n_layer * profile.step_layer_s)
+        if t.kind == "train":
+            s += t.calls * step_overhead(t, profile)
         else:
             s += t.calls * (profile.call_s + t.n_layer * profile.call_layer_s) * (2 if t.kind == "grad" else 1)
         if t.kind in work.resumable:

@@ -19,6 +19,8 @@ reports (the CUDA context and the allocator's cache come on top: ``profiles.USAB
 - a **backward working set**: the gradients of a block's MLP hidden tensors;
 - **no-grad passes** (evaluation, analysis) keep nothing: a block's live tensors at once
   (``layer_live``), and generation its KV cache.
+- a **stack** of S runs trained as one model (``sparselen.stacked``) holds S times a run's
+  training step, at the stack's padded length (``stacked``).
 
 Checked against measured peaks on the CPU (benchmarks/memory.py, ``tracker.PeakTensorMemory``)
 and on an H200 (docs/gpu.md).
@@ -174,16 +176,25 @@ def backward_working_set(cfg, a: int) -> float:
     return 2 * a * cfg.d_ff
 
 
-def train_step(cfg, rows: int, seq_len: float, device: str) -> float:
+def train_step(cfg, rows: int, seq_len: float, device: str, stack: int = 1) -> float:
     """Peak of one training step of ``rows`` x ``seq_len`` tokens in one pass (the trainer autocasts
     on a GPU): the training state, every block's activations and the loss head's, and the larger
     of the loss head's transient and a block's backward working set; after backward, the
-    optimizer's temporaries instead."""
+    optimizer's temporaries instead. ``stack``: S runs trained as one model
+    (``sparselen.stacked``), each with these rows at the stack's padded ``seq_len``: S x all of it."""
     a, tokens = compute_bytes(device, True), rows * seq_len
     kept, transient = loss_head(cfg)
     activations = tokens * (cfg.n_layer * layer_saved(cfg, a) + outside_layers(cfg, a) + kept
                             + max(transient, backward_working_set(cfg, a)))
-    return workspace(device) + training_state(cfg) + max(activations, 4 * parameters(cfg))
+    return stacked(workspace(device) + training_state(cfg) + max(activations, 4 * parameters(cfg)), stack, device)
+
+
+def stacked(peak: float, stack: int, device: str) -> float:
+    """Peak of a pass that a stack of ``stack`` runs takes at once (its training step), from
+    one run's ``peak``: every tensor S times (weights, gradients, AdamW's moments, activations of
+    S x the rows), the device's workspaces once. Measured within 5% of ``train_stack`` on the CPU
+    at S = 1, 4 and 16 (benchmarks/stacked_memory.py; docs/gpu.md)."""
+    return workspace(device) + stack * (peak - workspace(device))
 
 
 def input_gradient_pass(cfg, rows: int, seq_len: int, device: str, autocast: bool, param_grads: bool) -> float:

@@ -2,6 +2,7 @@
 
     seconds = job_s (+ compile_s for a job that trains)
               + sum over terms [ FLOPs / rate(d_model) + calls * (call_s + n_layer * layer_s) ]
+                (a stack's training step: + (runs - 1) * batch_s, its FLOPs those of all its runs)
               + sum over non-model units [ amount * seconds_per_unit ]
     rate(d) = peak_flops * utilization * d / (d + width_half)
 
@@ -62,6 +63,7 @@ class Profile:
     width_half: float = 0.0  # d_model at which small products reach half of that
     step_s: float = 0.0  # per training step (optimizer, sampling, Python, launches)
     step_layer_s: float = 0.0  # per training step and layer
+    batch_s: float = 0.0  # per training step and run of a stack beyond its first: drawing its batch on the host
     call_s: float = 0.0  # per forward pass (no grad)
     call_layer_s: float = 0.0  # per forward pass and layer
     job_s: float = 0.0  # per job: interpreter start, imports, model and data loading
@@ -99,6 +101,12 @@ UNITS = {
 }
 
 
+# Drawing one run's training batch on the host (its sampler, PoSE ids), which a stack does for
+# each of its runs every step: 0.5 to 0.8 ms for paper.yaml's PPC and parity batches on one
+# thread of the development machine (docs/gpu.md, "Stacks in the estimate").
+BATCH_S = 8e-4
+
+
 def gpu_profile(name: str, utilization: float = 0.4, compile: bool = True, cpu: Profile | None = None) -> Profile:
     """A named GPU: datasheet peak x ``utilization`` (an assumption: 0.3-0.5 is typical of
     well-shaped bf16 training; small models reach less, which the per-step terms model).
@@ -109,7 +117,8 @@ def gpu_profile(name: str, utilization: float = 0.4, compile: bool = True, cpu: 
     (forward, backward, fused AdamW), 25 per layer and forward pass; ``compile`` fuses a
     training step's to ~40% and costs ``compile_s`` at the start of each training job (the
     trainer compiles; evaluation runs eager). A training step also samples its batch on the CPU
-    and reads the loss (~2 ms). Not measured here (no GPU was available): replace them with a
+    and reads the loss (~2 ms); a stack samples each further run's batch (``BATCH_S``). Not
+    measured here (no GPU was available): replace them with a
     measured profile (``sparselen pilot``, or benchmarks/calibrate.py --device cuda)."""
     key = GPU_ALIASES.get(name.lower(), name.lower())
     if key not in GPUS:
@@ -119,7 +128,8 @@ def gpu_profile(name: str, utilization: float = 0.4, compile: bool = True, cpu: 
     return Profile(
         name=f"{key} (bf16 {g.peak_bf16_tflops:g} TFLOP/s x {utilization:g})", device="gpu",
         peak_flops=g.peak_bf16_tflops * 1e12, utilization=utilization, width_half=0.0,
-        step_s=2e-3, step_layer_s=80 * launch * (0.4 if compile else 1.0), call_s=5e-4, call_layer_s=25 * launch,
+        step_s=2e-3, step_layer_s=80 * launch * (0.4 if compile else 1.0), batch_s=BATCH_S, call_s=5e-4,
+        call_layer_s=25 * launch,
         job_s=20.0, compile_s=70.0 if compile else 0.0, units=dict((cpu or CPU_DEFAULT).units),
         memory_bytes=g.memory_gb * 2**30,
         source=g.source + f"; utilization {utilization:g} and overheads assumed (sparselen.estimate.profiles.gpu_profile)")
@@ -151,7 +161,8 @@ def datasheet_peak(device_name: str) -> float | None:
 # The CPU of the machine this project was developed on (2 cores, one torch thread per job, no
 # other load), fitted by ``calibrate`` (benchmarks/calibrate.py); ``--cpu-profile`` replaces it.
 CPU_DEFAULT = Profile(name="cpu-1-thread (dev machine)", device="cpu", peak_flops=84e9, utilization=1.0,
-                      width_half=96.0, step_s=3.2e-3, step_layer_s=5.3e-4, call_s=0.0, call_layer_s=2.9e-4,
+                      width_half=96.0, step_s=3.2e-3, step_layer_s=5.3e-4, batch_s=BATCH_S, call_s=0.0,
+                      call_layer_s=2.9e-4,
                       job_s=2.3, units=dict(UNITS), source="benchmarks/calibrate.py on the development machine")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import sys
 
+from sparselen.estimate import stacks
 from sparselen.estimate.display import hm
 from sparselen.estimate.flops import seconds
 from sparselen.estimate.memory import GiB
@@ -78,7 +79,8 @@ def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, r
             s = {**s, "seconds": s["restart_seconds"] + (s["seconds"] - s["restart_seconds"]) / speedup,
                  "train_seconds": s["train_seconds"] / speedup}
         peak = w.memory.get(device.device)
-        rows.append({"slice": d.slice, "rule": d.rule, "job": d.name, "bench": d.bench, "group": d.group,
+        rows.append({"slice": d.slice, "rule": d.rule, "job": d.name, "runs": w.runs, "bench": d.bench,
+                     "group": d.group,
                      "device": device.device, "peak_flops": device.peak_flops,
                      "flops": w.flops, "seconds": s["seconds"], "train_seconds": s["train_seconds"],
                      "busy_seconds": s["busy_seconds"] / (w.devices * dp_efficiency if w.devices > 1 else 1),
@@ -278,29 +280,38 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     ``gpu_busy`` are a GPU job's predicted model FLOP utilisation and the share of its time its
     GPU computes for it, alone on the GPU (what packing fills). The wall clock follows the DAG
     (``timeline.campaign_clock``): on a cluster, on each of ``gpus_available`` GPUs; for a local
-    run (no GPU), on this machine's ``cores`` (default: all), without the SLURM tables."""
+    run (no GPU), on this machine's ``cores`` (default: all), without the SLURM tables. Each small
+    slice's runs go into stacks of its ``stack`` (``stacks.stack``); ``best_stacks``: the larger
+    stacks that would fit the GPU (``stack_choice``)."""
     from sparselen.estimate.display import markdown
     from sparselen.estimate.timeline import campaign_clock
     from sparselen.packing import jobs_per_gpu
 
     err = err or (lambda line: print(line, file=sys.stderr))
     local = gpu is None or not config.get("gpus_per_job", 0) > 0
+    per_run = jobs
+    jobs = stacks.stack(config, per_run)
     df = estimate(config, jobs, gpu, cpu, retries, dp_efficiency)
     n = jobs_per_gpu(config)
     subs = submissions(df, retries, n, float(config.get("checkpoint_minutes", 0)))
+    stacked = bool((df["runs"] > 1).any())
     by_slice = df.groupby(["slice", "device"], sort=False).agg(
-        jobs=("seconds", "size"), hours=("device_seconds", "sum"), pflop=("flops", "sum")).reset_index()
+        jobs=("seconds", "size"), runs=("runs", "sum"), hours=("device_seconds", "sum"),
+        pflop=("flops", "sum")).reset_index()
     by_slice["hours"] /= 3600
     by_slice["pflop"] /= 1e15
     by_rule = df.assign(peak_seconds=df["seconds"] * df["peak_flops"]).groupby(["slice", "rule", "device"], sort=False).agg(
-        jobs=("seconds", "size"), devices=("devices", "max"), hours=("device_seconds", "sum"),
+        jobs=("seconds", "size"), runs=("runs", "sum"), stack=("runs", "max"), devices=("devices", "max"),
+        hours=("device_seconds", "sum"),
         max_job_h=("seconds", "max"), pflop=("flops", "sum"), max_mem_gib=("memory_gib", "max"),
         mfu=("flops", "sum"), peak_seconds=("peak_seconds", "sum"), gpu_busy=("busy_seconds", "sum"),
         seconds=("seconds", "sum")).reset_index()
     gpu_rows = by_rule["device"] == "gpu"
     by_rule["mfu"] = (by_rule["mfu"] / by_rule["peak_seconds"]).where(gpu_rows)
     by_rule["gpu_busy"] = (by_rule["gpu_busy"] / by_rule["seconds"]).where(gpu_rows)
-    by_rule = by_rule.drop(columns=["peak_seconds", "seconds"])
+    by_rule = by_rule.drop(columns=["peak_seconds", "seconds"] + ([] if stacked else ["runs", "stack"]))
+    if not stacked:
+        by_slice = by_slice.drop(columns="runs")
     by_rule[["hours", "max_job_h"]] /= 3600
     by_rule["pflop"] /= 1e15
     packing = packing_table(df, subs)
@@ -312,10 +323,13 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     out("\nAssumptions:")
     for line in assumptions(config, None if local else gpu, cpu, n, retries, dp_efficiency, local):
         out(f"- {line}")
+    if stacked:
+        out(f"- {stacks_assumption(config, gpu if not local else cpu)}")
     out(f"\nPer slice (device-hours as h:mm, one job at a time):\n")
     out(markdown(by_slice))
-    out(f"\nPer job type (h:mm: device-hours; max_job: the longest job; max_mem_gib: the largest predicted peak "
-        f"memory of a job, sparselen.estimate.memory" + (
+    out(f"\nPer job type (h:mm: device-hours; max_job: the longest job; "
+        + ("runs: the runs its jobs train or evaluate, stack: the most in one job; " if stacked else "")
+        + f"max_mem_gib: the largest predicted peak memory of a job, sparselen.estimate.memory" + (
             "; mfu, gpu_busy: a GPU job alone on its GPU" if not local else "") + "):\n")
     out(markdown(by_rule))
     if not local:
@@ -331,6 +345,7 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     clock = campaign_clock(df, local, gpus_available, cores)
     for line in clock["lines"]:
         out(line)
+    best = {} if local else stack_choice(config, per_run, gpu, cpu, retries, dp_efficiency, packing, out)
     over = subs[(subs["predicted_h"] > subs["limit_h"]) & (subs["attempts"] < math.inf) & subs["checkpoints"]]
     if len(over):
         out(f"\nWARNING: {len(over)} submission(s) exceed their SLURM time limit (resources.runtime; a group's jobs "
@@ -349,7 +364,40 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     for e in errors:
         err(f"ERROR: {e}")
     return {"jobs": df, "slices": by_slice, "rules": by_rule, "submissions": subs, "packing": packing,
-            "jobs_per_gpu": n, "errors": errors, "clock": clock, "local": local}
+            "jobs_per_gpu": n, "errors": errors, "clock": clock, "local": local, "best_stacks": best}
+
+
+def stacks_assumption(config: dict, p: Profile) -> str:
+    sizes = ", ".join(f"{stacks.key(s)} {n}" for s, n in stacks.configured(config).items() if n > 1)
+    return (f"Stacks ({sizes}; sparselen.stacked): a stack's job starts, compiles and runs the trainer once; its "
+            f"training step pays its overheads once, {p.batch_s * 1e3:.3g} ms to draw each further run's batch, and "
+            f"the FLOPs of all its runs, each batch padded to the step's longest; its peak memory is S x a run's "
+            f"training step; its evaluations run one run after another in one job; one SLURM submission on one "
+            f"GPU, not packed")
+
+
+def stack_choice(config: dict, per_run: list[Job], gpu: Profile, cpu: Profile, retries: int,
+                 dp_efficiency: float, packing, out=print) -> dict:
+    """Where the largest stack that fits the GPU (``stacks.largest_fit``) is larger than a
+    slice's configured ``stack``: print it, with the GPU-hours the config would take with it."""
+    from sparselen.packing import jobs_per_gpu
+
+    if not gpu.memory_bytes:
+        return {}
+    now = stacks.configured(config)
+    fit = stacks.largest_fit(config, per_run, gpu.usable_bytes)
+    best = {s: size for s, (size, _) in fit.items() if size > now.get(s, 1)}
+    if not best:
+        return {}
+    df = estimate(config, stacks.stack(config, per_run, {**now, **best}), gpu, cpu, retries, dp_efficiency)
+    hours = packing_table(df, submissions(df, retries, jobs_per_gpu(config), float(config.get("checkpoint_minutes", 0))))
+    out(f"\nStacks: the largest that fit the GPU's {gpu.usable_bytes / GiB:.1f} GiB (up to a cell's seeds; "
+        f"sparselen.stacked, docs/gpu.md):")
+    for s, size in best.items():
+        peak = fit[s][1]
+        out(f"  {stacks.key(s)}: {size} (now {now.get(s, 1)}): predicted peak {peak.bytes / GiB:.2f} GiB ({peak.what})")
+    out(f"  With them: {hm(hours['gpu_hours'].iloc[1])} GPU-hours instead of {hm(packing['gpu_hours'].iloc[1])}")
+    return best
 
 
 def compare(df, benchmarks) -> "pd.DataFrame":

@@ -29,7 +29,7 @@ def train(job, config) -> Work:
     w = train_work(Shape.of(p.model, len(VOCAB)), p.train, p.train["batch_size"], seq, passes)
     cfg = _model(p.model, p.scheme)
     return w.need(f"training step of {rows} x {max(seq)} tokens", "parity.micro_batch",
-                  lambda kind: memory.train_step(cfg, rows, max(seq), kind))
+                  lambda kind: memory.train_step(cfg, rows, max(seq), kind), training_step=True)
 
 
 def evaluate(job, config) -> Work:

@@ -37,7 +37,7 @@ def train(job, config) -> Work:
     w = train_work(_shape(model, scheme, task, p.max_position_id), train_cfg, p.train["batch_size"], seq, passes)
     cfg = _model(model, scheme, task, p.max_position_id, p.id_embedding)
     return w.need(f"training step of {rows} x {max(seq)} tokens", "ppc.micro_batch",
-                  lambda kind: memory.train_step(cfg, rows, max(seq), kind))
+                  lambda kind: memory.train_step(cfg, rows, max(seq), kind), training_step=True)
 
 
 def evaluate(job, config) -> Work:

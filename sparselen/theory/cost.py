@@ -37,7 +37,7 @@ def run_gpt(job, config) -> Work:
                       **p.gpt["model"])
     T, n = max(lengths) + 1, min(p.eval["n"], p.eval["batch_size"])
     w.need(f"training step of {rows} x {T} tokens", "theory.micro_batch",
-           lambda kind: memory.train_step(cfg, rows, T, kind))
+           lambda kind: memory.train_step(cfg, rows, T, kind), training_step=True)
     return w.need(f"evaluation pass of {n} x {max(targets) + 1} tokens", "theory.eval.batch_size",
                   lambda kind: memory.no_grad_pass(cfg, n, max(targets) + 1, kind, autocast=True))
 
