@@ -361,6 +361,17 @@ def ppc_pose(wildcards):
     return ppc.get("pose") if run_scheme(ppc, wildcards.run) == "pose" else None
 
 
+def ppc_stacks():
+    """Each chunk of ppc.stack consecutive seeds, with the constraint to the tasks whose seeds
+    it is a chunk of (a task may have a seed list of its own)."""
+    ppc, tasks = config["ppc"], {}
+    for task in ppc["tasks"]:
+        seeds = training_seeds({"seeds": sparselen.ppc.runs.task_seeds(ppc, task)})
+        for chunk in seed_chunks(seeds, ppc["stack"]):
+            tasks.setdefault(tuple(chunk), []).append(task)
+    return [(list(chunk), {"task": "|".join(names)}) for chunk, names in tasks.items()]
+
+
 def theory_gpt(wildcards):
     """theory.gpt as the run's law sees it (law_train applied): a change to one law's
     training retrains that law's runs only."""

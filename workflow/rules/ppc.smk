@@ -56,17 +56,6 @@ PPC_TRAIN = dict(
 )
 
 
-def ppc_stacks():
-    """Each chunk of ppc.stack consecutive seeds, with the constraint to the tasks whose seeds
-    it is a chunk of (a task may have a seed list of its own)."""
-    tasks = {}
-    for task in PPC["tasks"]:
-        seeds = training_seeds({"seeds": sparselen.ppc.runs.task_seeds(PPC, task)})
-        for chunk in seed_chunks(seeds, PPC["stack"]):
-            tasks.setdefault(tuple(chunk), []).append(task)
-    return [(list(chunk), {"task": "|".join(names)}) for chunk, names in tasks.items()]
-
-
 for train_rule in training_rules(
     "ppc_train",
     PPC["stack"],
