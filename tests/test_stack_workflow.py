@@ -11,7 +11,7 @@ import time
 import pandas as pd
 import pytest
 
-from conftest import PYTHON, ROOT, SMOKE, dry_run_jobs, snakemake, subprocess_env
+from conftest import PYTHON, ROOT, SMOKE, dry_run_jobs, smoke_config, snakemake, subprocess_env
 from sparselen.modelfile import load_state
 
 SEEDS = (0, 1, 2)
@@ -137,3 +137,11 @@ def test_a_killed_stack_job_resumes_every_run_to_the_uninterrupted_weights(tmp_p
         diff = max_weight_diff(trained["stacked"] / run / "model.pt", tmp_path / run / "model.pt")
         assert diff == 0.0 if len(set(at)) == 1 else diff < 1e-3, (at, diff)
         assert max_weight_diff(trained["alone"] / run / "model.pt", tmp_path / run / "model.pt") < TOLERANCE
+
+
+def test_a_stack_below_one_is_refused_naming_its_key():
+    from sparselen.config import schema_errors
+
+    config = smoke_config()
+    config["ppc"]["stack"] = 0
+    assert schema_errors(config) == ["ppc.stack = 0: 0 is less than the minimum of 1"]
