@@ -282,7 +282,8 @@ def test_a_stack_jobs_runs_are_the_jobs_their_own_rule_hands_over(tmp_path):
         assert vars(job.output) == vars(own.output) and Run.of(job).files == Run.of(own).files
         assert Run.of(job).identity == Run.of(own).identity and Run.of(job).wildcards == Run.of(own).wildcards
     assert step_function("parity_train_stack1") is run_stack and step_function("parity_train").__name__ == "train"
-    assert per_run_rule("theory_run_gpt_stack12") == "theory_run_gpt" and per_run_rule("language_train") == "language_train"
+    assert per_run_rule("theory_run_gpt_stack12") == "theory_run_gpt"
+    assert per_run_rule("language_train") == "language_train"
     with pytest.raises(ValueError, match=r"3 stack_seeds \[3, 4, 5\]"):
         run_jobs(Job.of("parity_train_stack1", output=files, params={**params, "stack_seeds": [3, 4, 5]},
                         wildcards={"K_train": 2}))
