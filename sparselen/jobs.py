@@ -3,7 +3,8 @@ and the package function of the same name receives them by name.
 
 Every rule runs ``workflow/scripts/job.py`` through Snakemake's ``script:`` directive; that
 script calls ``run(snakemake)``, which maps the rule ``<slice>_<step>`` to the function
-``sparselen.<slice>.jobs.<step>(job)``. ``job`` is Snakemake's own object (``job.input.model``,
+``sparselen.<slice>.jobs.<step>(job)`` (a stack rule ``<rule>_stack<i>``: its runs through
+``sparselen.stacked.run_stack``). ``job`` is Snakemake's own object (``job.input.model``,
 ``job.output.table``, ``job.params.train``, ``job.wildcards.seed``, ``job.threads``,
 ``job.log``, ``job.config``); ``Job`` below builds the same thing by hand, for tests and for
 calling a step from Python without Snakemake.
@@ -20,6 +21,7 @@ import contextlib
 import functools
 import importlib
 import logging
+import re
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -90,8 +92,23 @@ class Job:
         return job
 
 
+STACK_RULE = re.compile(r"(?P<runs>\w+)_stack\d+")
+
+
+def per_run_rule(rule: str) -> str:
+    """The rule of a stack rule's runs (``parity_train_stack2`` -> ``parity_train``: a slice's
+    runtime knob ``stack``, workflow/rules/common.smk); any other rule itself."""
+    m = STACK_RULE.fullmatch(rule)
+    return m["runs"] if m else rule
+
+
 def step_function(rule: str):
-    """``parity_train`` -> ``sparselen.parity.jobs.train``."""
+    """``parity_train`` -> ``sparselen.parity.jobs.train``; a stack rule's ->
+    ``sparselen.stacked.run_stack``, which trains its runs as one model."""
+    if per_run_rule(rule) != rule:
+        from sparselen.stacked import run_stack
+
+        return run_stack
     slice_, _, step = rule.partition("_")
     module = importlib.import_module(f"sparselen.{slice_}.jobs")
     try:

@@ -34,6 +34,7 @@ import itertools
 import json
 import logging
 import time
+from types import SimpleNamespace
 from typing import Callable
 
 import torch
@@ -44,6 +45,7 @@ from sparselen.architectures import build_model
 from sparselen.batch import IGNORE, Batch, labelled_positions, unembedded
 from sparselen.device import autocast, enable_tf32
 from sparselen.device import to_device as device_copy
+from sparselen.jobs import Job, Runtime, named, per_run_rule, runtime
 from sparselen.model import ModelConfig
 from sparselen.provenance import config_hash, provenance
 from sparselen.resumable import code_fingerprint
@@ -56,15 +58,57 @@ from sparselen.train import (TrainConfig, apply_position_scheme, checkpoint_stat
 log = logging.getLogger(__name__)
 
 
-def train_jobs(jobs) -> list[dict]:
+# Per-run rules whose job evaluates its model after training: the step a stack job of theirs
+# runs for each of its runs once the stack is trained, with (run's job, device).
+EVALUATE_AFTER_TRAINING = {"theory_run_gpt": ("sparselen.theory.jobs", "evaluate_gpt")}
+
+
+def run_stack(job) -> list[dict]:
+    """A stack rule's job (a slice's ``stack`` knob, workflow/rules/common.smk): its runs'
+    jobs (``run_jobs``) trained as one stack on the stack job's device and GPU share, then
+    each run evaluated where its own rule does so in its training job."""
+    jobs, shared = run_jobs(job), runtime(job)
+    summaries = train_jobs(jobs, shared)
+    if jobs[0].rule in EVALUATE_AFTER_TRAINING:
+        module, name = EVALUATE_AFTER_TRAINING[jobs[0].rule]
+        evaluate = getattr(importlib.import_module(module), name)
+        for run_job in jobs:
+            evaluate(run_job, shared.device)
+    return summaries
+
+
+def run_jobs(job) -> list[Job]:
+    """The jobs of a stack job's runs, as their own rule (``sparselen.jobs.per_run_rule``)
+    would hand them over: run i of param ``stack_seeds`` gets the i-th file of each named
+    output and of param ``checkpoint``, the other params, and the stack's wildcards plus its
+    ``seed``; the stack's log, resources, threads and config."""
+    params, outputs = named(job.params), {k: list(v) for k, v in named(job.output).items()}
+    seeds, checkpoints = list(params.pop("stack_seeds")), list(params.pop("checkpoint"))
+    sizes = {name: len(files) for name, files in {**outputs, "checkpoint": checkpoints}.items()}
+    if any(n != len(seeds) for n in sizes.values()):
+        raise ValueError(f"rule {job.rule}: {len(seeds)} stack_seeds {seeds} but files per output {sizes}")
+    wildcards = named(job.wildcards)
+    return [Job(per_run_rule(job.rule), SimpleNamespace(),
+                SimpleNamespace(**{name: files[i] for name, files in outputs.items()}),
+                SimpleNamespace(**params, checkpoint=checkpoints[i]),
+                SimpleNamespace(**wildcards, seed=str(seed)), list(job.log), named(getattr(job, "resources", {})),
+                job.threads, job.config)
+            for i, seed in enumerate(seeds)]
+
+
+def train_jobs(jobs, shared: Runtime | None = None) -> list[dict]:
     """Train the runs of ``jobs`` (``*_train`` jobs of one slice, or the theory's ``run_gpt``)
     as one stack: each job's slice builds its (model config, trainer settings, batch function)
-    with its ``training(job)``, as the per-run path does."""
+    with its ``training(job)``, as the per-run path does. ``shared``: the runtime every run
+    uses (a stack job's), else the first job's."""
     trainings = [importlib.import_module(f"sparselen.{job.rule.partition('_')[0]}.jobs").training(job) for job in jobs]
     model_cfgs, cfgs, batch_fns = zip(*trainings)
     if any(mc != model_cfgs[0] for mc in model_cfgs):
         raise ValueError("the runs of a stack must share one model config")
-    return train_stack(model_cfgs[0], list(cfgs), list(batch_fns), [Run.of(job) for job in jobs])
+    runs = [Run.of(job) for job in jobs]
+    shared = runs[0].runtime if shared is None else shared
+    runs = [dataclasses.replace(run, runtime=shared) for run in runs]
+    return train_stack(model_cfgs[0], list(cfgs), list(batch_fns), runs)
 
 
 def train_stack(model_cfg: ModelConfig, cfgs: list[TrainConfig], batch_fns: list[Callable[[int], Batch]],

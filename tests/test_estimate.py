@@ -45,6 +45,16 @@ def paper_jobs(paper_dag):
     return plan.plan(load(PAPER), paper_dag)
 
 
+@pytest.fixture(scope="module")
+def paper_per_run(tmp_path_factory):
+    """paper.yaml with one run per training job (stack: 1): the small models' model groups
+    that packing puts on shared GPUs. (config files, priced jobs)"""
+    overlay = tmp_path_factory.mktemp("per_run") / "per_run.yaml"
+    overlay.write_text("".join(f"{name}: {{stack: 1}}\n" for name in ("parity", "ppc", "theory")))
+    files = (*PAPER, overlay)
+    return files, plan.plan(load(files), workflow_jobs(tmp_path_factory, files))
+
+
 def test_flops_match_torch_flop_counter():
     """The matrix products of a forward pass, as torch counts them (its CPU SDPA is not
     counted: the attention term is ours alone)."""
@@ -109,12 +119,13 @@ def test_a_rule_without_a_cost_fails_naming_it(monkeypatch, capsys, smoke_dag):
         plan.plan(load(SMOKE), [new_slice])
 
 
-def test_submissions_are_the_slurm_profiles(paper_jobs):
+def test_submissions_are_the_slurm_profiles(paper_per_run):
     """A model's training and evaluations are one submission whose limit adds their runtimes: a
     language model's alone, the small models' 8 to a submission (packing), side by side, so the
     limit is one model group's; the SFA runs share submissions (group-components) and run side
     by side, so a submission's limit is one run's."""
-    df = tables.estimate(load(PAPER), paper_jobs, None, profiles.CPU_DEFAULT)
+    files, paper_jobs = paper_per_run
+    df = tables.estimate(load(files), paper_jobs, None, profiles.CPU_DEFAULT)
     runtime = load(PAPER)["resources"]["runtime"]
     language_runtime = load(PAPER)["resources"].get("language_runtime", runtime)
     language = df[df["rule"].isin(["language_train", "language_loss_by_position"])].groupby("submission")
@@ -171,12 +182,13 @@ def test_the_wall_clock_follows_the_dags_dependencies():
         schedule.critical_chain([Task("a", 1, ("b",)), Task("b", 1, ("a",))])
 
 
-def test_the_workflows_priorities_start_the_critical_chain_first(paper_jobs):
+def test_the_workflows_priorities_start_the_critical_chain_first(paper_per_run):
     """Snakemake's priorities (the dry run's) order paper.yaml's submissions as the estimate's
     scheduler does by chain length: on 8 GPUs they reach its wall clock, where first come,
     first served (no priorities) leaves the long language chain behind the small models."""
+    files, paper_jobs = paper_per_run
     gpu, cpu = profiles.resolve("h100", 0.4, None)
-    df = tables.estimate(load(PAPER), paper_jobs, gpu, cpu)
+    df = tables.estimate(load(files), paper_jobs, gpu, cpu)
     tasks = timeline.submission_tasks(df)
     priority = df.groupby("submission")["priority"].max().to_dict()
     by_chain = schedule.wall_clock(tasks, gpus=8)
@@ -232,13 +244,14 @@ def test_packed_jobs_share_their_gpus_arithmetic():
     assert need == 13 + 6 + 1 and train == pytest.approx(9 * 13 / 10 + 5)
 
 
-def test_packing_on_the_paper_config(capsys, paper_jobs, tmp_path_factory):
-    """paper.yaml on an H100: the small models' groups go 8 to a submission that holds one GPU,
-    as Snakemake forms them (dag: the SLURM profile's group-components); the figures without
-    packing are those of the DAG with packing.jobs_per_gpu 1 (each model group a submission);
-    with packing, fewer submissions and GPU-hours."""
+def test_packing_on_the_paper_config(capsys, paper_per_run, tmp_path_factory):
+    """paper.yaml on an H100, one run per job: the small models' groups go 8 to a submission
+    that holds one GPU, as Snakemake forms them (dag: the SLURM profile's group-components); the
+    figures without packing are those of the DAG with packing.jobs_per_gpu 1 (each model group
+    a submission); with packing, fewer submissions and GPU-hours."""
+    per_run, paper_jobs = paper_per_run
     gpu, cpu = profiles.resolve("h100", 0.4, None)
-    t = tables.report(load(PAPER), paper_jobs, gpu, cpu)
+    t = tables.report(load(per_run), paper_jobs, gpu, cpu)
     assert t["jobs_per_gpu"] == 8
     df, subs = t["jobs"], t["submissions"]
     packed = df[df["group"] == tables.PACKED_GROUP]
@@ -251,7 +264,7 @@ def test_packing_on_the_paper_config(capsys, paper_jobs, tmp_path_factory):
 
     overlay = tmp_path_factory.mktemp("unpacked") / "unpacked.yaml"
     overlay.write_text("packing: {jobs_per_gpu: 1}\n")
-    files = (*PAPER, overlay)
+    files = (*per_run, overlay)
     unpacked_cfg = load(files)
     unpacked = tables.estimate(unpacked_cfg, plan.plan(unpacked_cfg, workflow_jobs(tmp_path_factory, files)), gpu, cpu)
     assert tables.PACKED_GROUP not in set(unpacked["group"])

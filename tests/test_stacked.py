@@ -261,3 +261,29 @@ def test_micro_steps_of_a_stack_give_its_one_pass_step(tmp_path, kind):
             parts = {"loss", "token_loss"} | ({"position_loss"} if kind == "ppc" else set())
             assert parts <= set(a) and set(a) == set(b)
             assert [b[p] for p in parts] == pytest.approx([a[p] for p in parts], rel=1e-5, abs=1e-6)
+
+
+def test_a_stack_jobs_runs_are_the_jobs_their_own_rule_hands_over(tmp_path):
+    """A stack rule's job (``parity_train_stack<i>``: lists of per-run files, param
+    stack_seeds) splits into jobs with each run's files, identity and checkpoint as its own
+    rule's job has them, and runs through ``run_stack``."""
+    from sparselen.jobs import per_run_rule, step_function
+    from sparselen.stacked import run_jobs, run_stack
+
+    seeds = (3, 4)
+    alone = [as_job(parity_job(tmp_path / str(s), s)) for s in seeds]
+    spec = parity_job(tmp_path, 0)
+    files = {name: [getattr(job.output, name) for job in alone] for name in ("model", "log_csv", "summary")}
+    params = {**spec["params"], "checkpoint": [job.params.checkpoint for job in alone], "stack_seeds": list(seeds)}
+    stack = Job.of("parity_train_stack1", output=files, params=params, wildcards={"K_train": 2}, config=CONFIG)
+    runs = run_jobs(stack)
+    assert [job.rule for job in runs] == ["parity_train"] * 2
+    for job, own in zip(runs, alone):
+        assert vars(job.output) == vars(own.output) and Run.of(job).files == Run.of(own).files
+        assert Run.of(job).identity == Run.of(own).identity and Run.of(job).wildcards == Run.of(own).wildcards
+    assert step_function("parity_train_stack1") is run_stack and step_function("parity_train").__name__ == "train"
+    assert per_run_rule("theory_run_gpt_stack12") == "theory_run_gpt"
+    assert per_run_rule("language_train") == "language_train"
+    with pytest.raises(ValueError, match=r"3 stack_seeds \[3, 4, 5\]"):
+        run_jobs(Job.of("parity_train_stack1", output=files, params={**params, "stack_seeds": [3, 4, 5]},
+                        wildcards={"K_train": 2}))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from sparselen.estimate.dag import DagJob
 from sparselen.estimate.flops import Work
+from sparselen.jobs import per_run_rule
 
 TARGETS = ("all", "report")  # rules that only gather other jobs' outputs (and fig_<slice>)
 
@@ -30,7 +31,7 @@ def cost_function(rule: str):
     """``parity_train`` -> ``sparselen.parity.cost.train``; None for a target rule."""
     if rule in TARGETS or rule.startswith("fig_"):
         return None
-    slice_, _, step = rule.partition("_")
+    slice_, _, step = per_run_rule(rule).partition("_")  # a stack rule: its runs' rule's cost
     module_name = f"sparselen.{slice_}.cost"
     try:
         module = importlib.import_module(module_name)

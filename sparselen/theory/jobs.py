@@ -81,14 +81,21 @@ def training(job):
 
 
 def run_gpt(job) -> None:
-    """A GPT-NeoX (``training``), then its evaluation at every ratio's length."""
-    p, run = job.params, Run.of(job)
-    pc, _, targets = _setting(job)
-    scheme = p.gpt["schemes"][run.wildcards["distribution"]]
+    """A GPT-NeoX (``training``), then its evaluation (``evaluate_gpt``)."""
+    run = Run.of(job)
     train_model(*training(job), run)
-    net, prov = load_model(job.output.model, run.runtime.device)
+    evaluate_gpt(job, run.runtime.device)
+
+
+def evaluate_gpt(job, device: torch.device) -> None:
+    """A trained GPT run's evaluation at every ratio's length (also each run of a stack job:
+    ``sparselen.stacked.run_stack``)."""
+    pc, _, targets = _setting(job)
+    wildcards = typed_wildcards(job)
+    scheme = job.params.gpt["schemes"][wildcards["distribution"]]
+    net, prov = load_model(job.output.model, device)
     _write_eval(job, gpt_predict(net, pc, scheme == "coupled"), pc, targets,
-                {"model": "gpt", **run.wildcards, "window": None, "scheme": scheme, "config_hash": prov["config_hash"]})
+                {"model": "gpt", **wildcards, "window": None, "scheme": scheme, "config_hash": prov["config_hash"]})
 
 
 def table(job) -> None:

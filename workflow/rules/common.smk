@@ -1,5 +1,8 @@
 # Configuration checks (before any job starts) and what every slice's rules share.
 
+from pathlib import Path
+from types import SimpleNamespace
+
 import snakemake.io
 import snakemake.iocontainers
 from snakemake.exceptions import WorkflowError
@@ -71,6 +74,20 @@ def train_outputs(run):
     }
 
 
+def train_checkpoint(wildcards, output):
+    """Param checkpoint of a training rule: the resume file beside each run's model file (a
+    list for a stack rule). A function of the outputs is a derived param, which Snakemake's
+    params trigger does not compare: a run's recorded params are the same whether it trained
+    alone or in a stack (docs/gpu.md, "Stacks in the workflow")."""
+    models = output.model
+    one = isinstance(models, str)
+    paths = [
+        str(Path(m).parent / sparselen.resumable.CHECKPOINT)
+        for m in ([models] if one else models)
+    ]
+    return paths[0] if one else paths
+
+
 # Scheduler resources and groups (SLURM profile, local-gpus profile; docs/cluster.md,
 # "Submissions"). A rule that trains or evaluates a model declares
 #     group: GROUP_MODEL
@@ -107,8 +124,15 @@ resource_scopes:
     gpu_slots="local",
 
 
+# A stack's step costs about one run's until the GPU is busy: a small model's run uses a few
+# percent of a GPU's arithmetic, launch-bound (docs/gpu.md, "Packing"), so 8 runs of the most
+# arithmetic-bound at the estimate's utilization 0.4 take about one run's time. A stack job's time limit is the per-run runtime per started 8 runs; a
+# stack that outlasts it resumes from its runs' checkpoints in the next attempt.
+STACK_RUNS_PER_RUNTIME = 8
+
+
 def job_resources(
-    runtime=None, mem_mb=None, gpu=True, processes=1, nodes=1, packed=False
+    runtime=None, mem_mb=None, gpu=True, processes=1, nodes=1, packed=False, runs=1
 ):
     """Resources of a training/evaluation job: wall time in minutes (config resources.runtime
     unless given) times the attempt, so a retry after a time-out asks for more; memory; one CPU
@@ -120,9 +144,12 @@ def job_resources(
     `srun` can start a torchrun on every node (sparselen/distributed.py). `packed`: a small
     model's job, which holds one slot of a shared GPU when JOBS_PER_GPU > 1 (see above) and
     asks for resources.packed_mem_mb of host memory (unset: the job's memory); every GPU job
-    then learns JOBS_PER_GPU (`jobs_per_gpu`), so a whole-GPU job claims all slots.
+    then learns JOBS_PER_GPU (`jobs_per_gpu`), so a whole-GPU job claims all slots. `runs`: a
+    stack job's runs (not packed: a whole GPU), its runtime per STACK_RUNS_PER_RUNTIME of them.
     """
-    minutes = runtime or config["resources"]["runtime"]
+    minutes = (runtime or config["resources"]["runtime"]) * -(
+        -runs // STACK_RUNS_PER_RUNTIME
+    )
     res = {
         "runtime": lambda wildcards, attempt: minutes * attempt,
         "mem_mb": (mem_mb or config["resources"]["mem_mb"]) * processes,
@@ -145,6 +172,71 @@ def job_resources(
     elif gpus:
         res["gpu"] = gpus
     return res
+
+
+# Stacks (a slice's runtime knob `stack`; docs/gpu.md, "Stacks in the workflow"): with
+# stack: N > 1, a slice has one training rule per chunk of N consecutive seeds instead of its
+# per-(cell, seed) rule. A stack rule keeps the cell's wildcards, names each of its runs' files
+# at its per-run path, passes its runs' rule's params plus the derived `stack_seeds`, and is
+# named `<runs' rule>_stack<i>` (sparselen.jobs runs it through sparselen.stacked.run_stack).
+# It is no part of a run's identity: what Snakemake records per output file (params, input
+# files, code, software environment) is the same either way. Code is the rule's source line
+# of `script:`'s argument, indentation included: each slice defines its rules, per-run or
+# stacks, in one loop over `training_rules`, so that line is one line.
+def training_rules(rule, stack, chunks, files, log, benchmark):
+    """A slice's training rules: its per-run rule ``rule`` (wildcard seed; files ``files``,
+    log and benchmark patterns ``log``, ``benchmark``) when its ``stack`` is 1, else one stack
+    rule per (seeds, wildcard constraints) of ``chunks`` (its seeds' ``seed_chunks``; the
+    constraints limit a chunk to the cells whose seeds it is a chunk of)."""
+    if stack == 1:
+        return [
+            SimpleNamespace(
+                name=rule,
+                output=files,
+                log=log,
+                benchmark=benchmark,
+                group=GROUP_PACKED_MODEL,
+                runs=1,
+                packed=True,
+                extra_params={},
+                constraints={},
+            )
+        ]
+    return [
+        SimpleNamespace(
+            name=f"{rule}_stack{i}",
+            output={
+                name: expand(path, seed=seeds, allow_missing=True)
+                for name, path in files.items()
+            },
+            log=stack_name(log, seeds),
+            benchmark=stack_name(benchmark, seeds),
+            group=None,  # one submission on a whole GPU, never behind packed jobs
+            runs=len(seeds),
+            packed=False,
+            extra_params={"stack_seeds": stack_seeds(seeds)},
+            constraints=constraints,
+        )
+        for i, (seeds, constraints) in enumerate(chunks)
+    ]
+
+
+def seed_chunks(seeds, stack):
+    """``seeds`` in consecutive chunks of ``stack``: the runs of each stack job."""
+    return [list(seeds[i : i + stack]) for i in range(0, len(seeds), stack)]
+
+
+def stack_seeds(seeds):
+    """Param stack_seeds of a stack rule, its runs' seeds in the order of its outputs: derived
+    (a function of the outputs), so the params trigger compares only the runs' rule's params.
+    """
+    return lambda wildcards, output: list(seeds)
+
+
+def stack_name(pattern, seeds):
+    """A stack job's log or benchmark file: the per-run ``pattern``'s, with the chunk's first
+    and last seed for ``seed{seed}``."""
+    return pattern.replace("seed{seed}", f"seeds{seeds[0]}-{seeds[-1]}")
 
 
 # The report (workflow/rules/report.smk) reads the slices the config runs. Input functions
@@ -266,6 +358,17 @@ def ppc_pose(wildcards):
 
     ppc = config["ppc"]
     return ppc.get("pose") if run_scheme(ppc, wildcards.run) == "pose" else None
+
+
+def ppc_stacks():
+    """Each chunk of ppc.stack consecutive seeds, with the constraint to the tasks whose seeds
+    it is a chunk of (a task may have a seed list of its own)."""
+    ppc, tasks = config["ppc"], {}
+    for task in ppc["tasks"]:
+        seeds = training_seeds({"seeds": sparselen.ppc.runs.task_seeds(ppc, task)})
+        for chunk in seed_chunks(seeds, ppc["stack"]):
+            tasks.setdefault(tuple(chunk), []).append(task)
+    return [(list(chunk), {"task": "|".join(names)}) for chunk, names in tasks.items()]
 
 
 def theory_gpt(wildcards):

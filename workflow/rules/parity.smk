@@ -1,5 +1,6 @@
 # Sparse parity (docs/reconstruction.md, "Sparse parity"): evaluation set -> train per
-# (K_train, seed) -> evaluate per (K_train, seed) -> table -> figure.
+# (K_train, seed), or per K_train and chunk of parity.stack seeds -> evaluate per (K_train,
+# seed) -> table -> figure.
 PARITY = config["parity"]
 PARITY_DIR = "results/parity"
 PARITY_RUN = f"{PARITY_DIR}/K{{K_train}}/seed{{seed}}"
@@ -24,28 +25,47 @@ rule parity_eval_data:
         JOB
 
 
-rule parity_train:
-    output:
-        **train_outputs(PARITY_RUN),
-    log:
-        "logs/parity/train/K{K_train}_seed{seed}.log",
-    benchmark:
-        "results/benchmarks/parity/train/K{K_train}_seed{seed}.tsv"
-    group:
-        GROUP_PACKED_MODEL
-    conda:
-        ENV
-    threads: THREADS
-    resources:
-        **job_resources(packed=True),
-    params:
-        model=PARITY["model"],
-        scheme=PARITY["scheme"],
-        pose=PARITY["pose"],
-        train=PARITY["train"],
-        checkpoint=f"{PARITY_RUN}/checkpoint.pt",
-    script:
-        JOB
+# What a parity run's training depends on, the same for every seed of a K_train: the params of
+# its rule, and of a stack rule (parity.stack > 1) that trains several of its seeds.
+PARITY_TRAIN = dict(
+    model=PARITY["model"],
+    scheme=PARITY["scheme"],
+    pose=PARITY["pose"],
+    train=PARITY["train"],
+)
+
+
+for train_rule in training_rules(
+    "parity_train",
+    PARITY["stack"],
+    [(seeds, {}) for seeds in seed_chunks(training_seeds(PARITY), PARITY["stack"])],
+    train_outputs(PARITY_RUN),
+    "logs/parity/train/K{K_train}_seed{seed}.log",
+    "results/benchmarks/parity/train/K{K_train}_seed{seed}.tsv",
+):
+
+    rule:
+        name:
+            train_rule.name
+        output:
+            **train_rule.output,
+        log:
+            train_rule.log,
+        benchmark:
+            train_rule.benchmark
+        group:
+            train_rule.group
+        conda:
+            ENV
+        threads: THREADS
+        resources:
+            **job_resources(packed=train_rule.packed, runs=train_rule.runs),
+        params:
+            **PARITY_TRAIN,
+            **train_rule.extra_params,
+            checkpoint=train_checkpoint,
+        script:
+            JOB
 
 
 rule parity_evaluate:

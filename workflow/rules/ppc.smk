@@ -1,6 +1,6 @@
 # Position coupling and PPC (docs/reconstruction.md, "Position coupling and PPC"): evaluation
-# set per task -> train per (task, run, seed) -> evaluate per (task, run, seed) -> table
-# -> figure.
+# set per task -> train per (task, run, seed), or per (task, run) and chunk of ppc.stack seeds
+# -> evaluate per (task, run, seed) -> table -> figure.
 import sparselen.ppc.runs
 import sparselen.ppc.samples
 import sparselen.ppc.tasks
@@ -43,33 +43,54 @@ rule ppc_eval_data:
         JOB
 
 
-rule ppc_train:
-    output:
-        **train_outputs(PPC_RUN),
-    log:
-        "logs/ppc/train/{task}_{run}_seed{seed}.log",
-    benchmark:
-        "results/benchmarks/ppc/train/{task}_{run}_seed{seed}.tsv"
-    group:
-        GROUP_PACKED_MODEL
-    conda:
-        ENV
-    threads: THREADS
-    resources:
-        **job_resources(packed=True),
-    params:
-        model=PPC["model"],
-        variant=lambda w: PPC["variants"].get(w.run),
-        pose=ppc_pose,
-        train=PPC["train"],
-        task_config=lambda w: sparselen.ppc.runs.run_task_config(PPC, w.task),
-        max_position_id=PPC["max_position_id"],
-        random_offset=PPC["random_offset"],
-        id_embedding=PPC["id_embedding"],
-        position_loss_weight=PPC["position_loss_weight"],
-        checkpoint=f"{PPC_RUN}/checkpoint.pt",
-    script:
-        JOB
+# What a PPC run's training depends on, the same for every seed of a (task, run): the params
+# of its rule, and of a stack rule (ppc.stack > 1) that trains several of its seeds.
+PPC_TRAIN = dict(
+    model=PPC["model"],
+    variant=lambda w: PPC["variants"].get(w.run),
+    pose=ppc_pose,
+    train=PPC["train"],
+    task_config=lambda w: sparselen.ppc.runs.run_task_config(PPC, w.task),
+    max_position_id=PPC["max_position_id"],
+    random_offset=PPC["random_offset"],
+    id_embedding=PPC["id_embedding"],
+    position_loss_weight=PPC["position_loss_weight"],
+)
+
+
+for train_rule in training_rules(
+    "ppc_train",
+    PPC["stack"],
+    ppc_stacks(),
+    train_outputs(PPC_RUN),
+    "logs/ppc/train/{task}_{run}_seed{seed}.log",
+    "results/benchmarks/ppc/train/{task}_{run}_seed{seed}.tsv",
+):
+
+    rule:
+        name:
+            train_rule.name
+        output:
+            **train_rule.output,
+        log:
+            train_rule.log,
+        benchmark:
+            train_rule.benchmark
+        wildcard_constraints:
+            **train_rule.constraints,
+        group:
+            train_rule.group
+        conda:
+            ENV
+        threads: THREADS
+        resources:
+            **job_resources(packed=train_rule.packed, runs=train_rule.runs),
+        params:
+            **PPC_TRAIN,
+            **train_rule.extra_params,
+            checkpoint=train_checkpoint,
+        script:
+            JOB
 
 
 rule ppc_evaluate:

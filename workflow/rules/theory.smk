@@ -1,5 +1,6 @@
-# The theory, made runnable (docs/theory.md): one job per (model, distribution, k, seed)
-# trains on lengths <= L and evaluates up to Lbar -> table of errors and slopes -> figure.
+# The theory, made runnable (docs/theory.md): one job per (model, distribution, k, seed), or
+# for the GPT runs per (distribution, k) and chunk of theory.stack seeds, trains on lengths
+# <= L and evaluates up to Lbar -> table of errors and slopes -> figure.
 import sparselen.theory.memory
 
 THEORY = config["theory"]
@@ -25,27 +26,45 @@ wildcard_constraints:
     distribution="local|nonlocal|coupled",
 
 
-rule theory_run_gpt:
-    output:
-        **train_outputs(THEORY_GPT_RUN),
-        eval=f"{THEORY_GPT_RUN}/eval.csv",
-    log:
-        "logs/theory/gpt/{distribution}_k{k}_seed{seed}.log",
-    benchmark:
-        "results/benchmarks/theory/gpt/{distribution}_k{k}_seed{seed}.tsv"
-    group:
-        GROUP_PACKED_MODEL
-    conda:
-        ENV
-    threads: THREADS
-    resources:
-        **job_resources(runtime=60, packed=True),
-    params:
-        **THEORY_SHARED,
-        gpt=theory_gpt,
-        checkpoint=f"{THEORY_GPT_RUN}/checkpoint.pt",
-    script:
-        JOB
+# What a GPT run depends on, the same for every seed of a (distribution, k): the params of its
+# rule, and of a stack rule (theory.stack > 1) that trains several of its seeds.
+THEORY_GPT = dict(**THEORY_SHARED, gpt=theory_gpt)
+THEORY_GPT_OUTPUTS = train_outputs(THEORY_GPT_RUN) | {
+    "eval": f"{THEORY_GPT_RUN}/eval.csv"
+}
+
+
+for train_rule in training_rules(
+    "theory_run_gpt",
+    THEORY["stack"],
+    [(seeds, {}) for seeds in seed_chunks(training_seeds(THEORY), THEORY["stack"])],
+    THEORY_GPT_OUTPUTS,
+    "logs/theory/gpt/{distribution}_k{k}_seed{seed}.log",
+    "results/benchmarks/theory/gpt/{distribution}_k{k}_seed{seed}.tsv",
+):
+
+    rule:
+        name:
+            train_rule.name
+        output:
+            **train_rule.output,
+        log:
+            train_rule.log,
+        benchmark:
+            train_rule.benchmark
+        group:
+            train_rule.group
+        conda:
+            ENV
+        threads: THREADS
+        resources:
+            **job_resources(runtime=60, packed=train_rule.packed, runs=train_rule.runs),
+        params:
+            **THEORY_GPT,
+            **train_rule.extra_params,
+            checkpoint=train_checkpoint,
+        script:
+            JOB
 
 
 rule theory_run_sfa:
