@@ -5,6 +5,11 @@ and the power (a decided, correct "holds") where it is true, on tables whose tru
 tokens. Not ``benchmarks/calibrate.py``, which measures this machine for ``sparselen estimate``.
 
     .venv/bin/python benchmarks/calibration.py --replicates 100 --power-replicates 20 [--claims L2 C1 C2] [--csv out.csv]
+    .venv/bin/python benchmarks/calibration.py --no-effect --replicates 100 --write sparselen/calibration/false_holds.json
+
+``--no-effect`` runs only the scenarios where the claim is false (what the verdict lines' rates
+need; minutes, as the stability check runs only on a false "holds"); ``--write`` writes their
+counts as the package's data file (``sparselen.calibration.rates``).
 
 Each rate is printed with its Monte Carlo standard error (at 0 or 1: 3/R, the 95% one-sided
 bound). Draws where the claim is false are cheap (the stability check runs only on a decided
@@ -15,12 +20,14 @@ at 10 seeds or 2,000 tokens on one CPU core, hence fewer of them.
 from __future__ import annotations
 
 import argparse
+import shlex
+import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
-from sparselen.calibration import FALSE, monte_carlo_error, run, sizes_of
+from sparselen.calibration import FALSE, monte_carlo_error, rates, run, sizes_of
 from sparselen.calibration.scenarios import scenarios
 from sparselen.config import load
 from sparselen.stats import Resampling
@@ -63,6 +70,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--replicates", type=int, default=100, help="draws per scenario where the claim is false")
     ap.add_argument("--power-replicates", type=int, default=20, help="draws per scenario where the claim is true")
+    ap.add_argument("--no-effect", action="store_true", help="only the scenarios where the claim is false")
+    ap.add_argument("--write", default=None, help="write the false holds as the package's data file (with --no-effect)")
     ap.add_argument("--claims", nargs="*", default=None)
     ap.add_argument("--configs", nargs="*", default=list(CONFIGS))
     ap.add_argument("--n-boot", type=int, default=None, help="bootstrap replicates (default: the config's report's)")
@@ -70,18 +79,21 @@ def main() -> None:
     ap.add_argument("--csv", default=None, help="also write the rates here, a row per scenario and config")
     ap.add_argument("--tables-from", nargs="*", default=None, help="print the tables of earlier runs' CSVs and exit")
     a = ap.parse_args()
+    if a.write and not a.no_effect:
+        ap.error("--write records the scenarios where the claim is false: add --no-effect")
     if a.tables_from:
         rows = pd.concat([pd.read_csv(f) for f in a.tables_from])
         print(table(rows.drop_duplicates(["claim", "config", "scenario"])))
         return
     paper = load([ROOT / CONFIGS["paper.yaml"]])
-    rows = []
+    rows, configs, n_boot = [], {}, {}
     for name in a.configs:
-        cfg = load([ROOT / CONFIGS[name]])
+        cfg = configs[name] = load([ROOT / CONFIGS[name]])
         sizes = sizes_of(name, cfg, paper)
         report = cfg["report"]
         res = Resampling(n_boot=a.n_boot or report["bootstrap"], seed=report["seed"], level=report["level"])
-        for sc in scenarios(a.claims):
+        n_boot[name] = res.n_boot
+        for sc in [s for s in scenarios(a.claims) if not a.no_effect or s.truth == FALSE]:
             start = time.time()
             reps = a.replicates if sc.truth == FALSE else a.power_replicates
             rows.append(run(sc, sizes, reps, res, a.seed) | {"seconds": round(time.time() - start, 1)})
@@ -91,6 +103,10 @@ def main() -> None:
                 pd.DataFrame(rows).to_csv(a.csv, index=False)
     print()
     print(table(pd.DataFrame(rows)))
+    if a.write:
+        command = shlex.join([".venv/bin/python", "benchmarks/calibration.py", *sys.argv[1:]])
+        rates.write(Path(a.write), rows, configs, command, n_boot, a.seed)
+        print(f"wrote {a.write}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ shipped config, no claim says "holds" where it is false more often than 5%."""
 import pytest
 
 from conftest import ROOT
-from sparselen.calibration import FALSE, HOLDS, false_holds_limit, run, sizes_of
+from sparselen.calibration import FALSE, HOLDS, TRUE, false_holds_limit, run, sizes_of
 from sparselen.calibration.scenarios import scenarios
 from sparselen.config import load
 from sparselen.stats import Resampling
@@ -64,3 +64,46 @@ def test_the_power_model_agrees_with_the_stability_code():
         d = combine(test(data, s)).verdict
         hits += d == HOLDS and not stability(claim, data, s, d).reason(d)
     assert abs(hits / draws - expected) < 3 * np.sqrt(expected * (1 - expected) / draws), (hits / draws, expected)
+
+
+SHIPPED = {"config.yaml": "config.yaml", "cpu-extended.yaml": "configs/cpu-extended.yaml",
+           "paper.yaml": "configs/paper.yaml"}
+
+
+def test_the_shipped_false_holds_are_of_the_shipped_configs_and_within_5_percent():
+    """The file the verdict lines cite (``calibration.rates.FILE``): made at every shipped config's
+    current sizes, of every scenario where a claim is false, and none of its counts above 5% of
+    its draws (a criterion that regressed fails here once the file is regenerated)."""
+    from sparselen.calibration import MAX_FALSE_HOLDS, rates
+
+    table = rates.load()
+    again = f"regenerate it: {rates.REGENERATE}"
+    assert set(table.get("configs", {})) == set(SHIPPED), f"{rates.FILE} covers {sorted(table.get('configs', {}))}; {again}"
+    for name, path in SHIPPED.items():
+        now = rates.config_sizes(load([ROOT / path]))
+        assert table["configs"][name]["sizes"] == now, f"{name}'s sizes changed since {rates.FILE} was made; {again}"
+    false = {(sc.claim, sc.name) for sc in scenarios() if sc.truth == FALSE}
+    for name in SHIPPED:
+        made = {(e["claim"], e["scenario"]) for e in table["entries"] if e["config"] == name}
+        assert made == false, f"{name}: scenarios where a claim is false differ from {rates.FILE}'s; {again}"
+    over = [f"{e['claim']} on {e['config']}: {e['holds']}/{e['replicates']} ({e['scenario']})"
+            for e in table["entries"] if e["holds"] > MAX_FALSE_HOLDS * e["replicates"]]
+    assert not over, "; ".join(over)
+
+
+def test_the_benchmark_writes_what_the_verdict_lines_read(tmp_path):
+    """``rates.write`` on a few draws, read back by the lines' ``false_holds`` at the same sizes."""
+    from sparselen.calibration import rates
+
+    cfg = load([ROOT / "config.yaml"])
+    sizes = sizes_of("config.yaml", cfg, load([ROOT / "configs/paper.yaml"]))
+    rows = [run(sc, sizes, 2, RES) for sc in scenarios(["C1"]) if sc.truth == FALSE]
+    true = {**rows[0], "truth": TRUE, "scenario": "the claim true"}  # left out of the file
+    rates.write(tmp_path / "f.json", [*rows, true], {"config.yaml": cfg}, "cmd", {"config.yaml": 400}, 0)
+    table = rates.load(tmp_path / "f.json")
+    assert table["command"] == "cmd" and table["configs"]["config.yaml"]["n_boot"] == 400
+    assert [e["scenario"] for e in table["entries"]] == [r["scenario"] for r in rows]
+    worst = max(round(r["holds"] * 2) for r in rows)
+    text = rates.false_holds(table, "C1", rates.slice_sizes("ppc", cfg["ppc"]))
+    assert text == (f"false holds under no effect {worst}/2 (calibration at this config's sizes, worst of {len(rows)} "
+                    "scenarios)")

@@ -256,3 +256,40 @@ def test_a_line_that_sends_the_user_to_paper_yaml_names_what_it_decides_and_its_
     power = cl.CLAIMS[0].power(shipped["paper.yaml"]["parity"])
     assert f"run configs/paper.yaml (power {power:.0%} at the measured effect; decides P1, P2" in p1["answer"]
     assert power >= 0.8
+
+
+def test_a_verdict_line_carries_its_error_rates_at_the_configs_sizes(tmp_path):
+    """The line ends with the calibration's false "holds" matched to the config by its seeds and
+    samples (the worst of the claim's false-claim scenarios) and the power at the measured effect;
+    other sizes say they are not calibrated; claims without a spread compute no power."""
+    from conftest import ROOT
+    from sparselen.calibration import rates
+    from sparselen.config import load
+    from sparselen.report import claims as cl
+    from test_claims import FACTS, RES
+
+    section = load([ROOT / "configs/paper.yaml"])["parity"]
+    sizes = rates.slice_sizes("parity", section)
+    made = {"entries": [{"claim": "P1", "scenario": s, "sizes": sizes, "holds": k, "replicates": 40}
+                        for s, k in (("a", 1), ("b", 2))]}
+    runs = {"parity": {"evals": parity_runs(sparse_wins)}}
+    power = cl.CLAIMS[0].power(section)
+    p1 = cl.check(runs, RES, FACTS, rates=cl.error_rates({"parity": section}, table=made)).iloc[0]
+    assert p1["claim"] == "P1" and p1["state"] == "holds"
+    assert p1["answer"].endswith(". Error rates: false holds under no effect 2/40 (calibration at this config's sizes, "
+                                 f"worst of 2 scenarios); power at the measured effect {power:.0%}")
+    md, _ = rendered(tmp_path, cl.check(runs, RES, FACTS, rates=cl.error_rates({"parity": section}, table=made)))
+    assert "Error rates: false holds under no effect 2/40" in md.split("## The answer")[1].split("\n## ")[0]
+    # the shipped file at paper.yaml's sizes
+    shipped = rates.worst(rates.load(), "P1", sizes)
+    assert shipped is not None, f"paper.yaml's parity sizes are not in {rates.FILE}: {rates.REGENERATE}"
+    line = cl.check(runs, RES, FACTS, rates=cl.error_rates({"parity": section})).iloc[0]["answer"]
+    assert f"false holds under no effect {shipped['holds']}/{shipped['replicates']} (calibration" in line
+    # sizes no calibration ran at
+    other = {**section, "seeds": list(range(7))}
+    p1 = cl.check(runs, RES, FACTS, rates=cl.error_rates({"parity": other}, table=made)).iloc[0]
+    assert "Error rates: false holds under no effect not calibrated at these sizes; power" in p1["answer"]
+    # the language claims: L2 calibrated, neither with a measured spread
+    lang = cl.error_rates({"language": {"analysis": {"tokens": 100}}}, table=made)
+    assert lang["L2"]["power"] == lang["L1"]["power"] == "no power is computed (no spread measured)"
+    assert lang["L1"]["false_holds"].endswith("not calibrated (no generated tables for this claim)")

@@ -41,7 +41,7 @@ class _Facts(dict):
 
 
 def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, designs: dict | None = None,
-          gaps: dict | None = None) -> pd.DataFrame:
+          gaps: dict | None = None, rates: dict | None = None) -> pd.DataFrame:
     """One row per (claim, group) plus one ``group == "all"`` row per claim with its verdict,
     reason, groups tested, stability and the figure that shows the evidence. ``data`` maps a
     slice to its tables by name (its claims module's ``READS``); absent: the slice was not run.
@@ -49,7 +49,8 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
     placeholders are filled in from them). ``designs`` maps a claim to the shipped configs whose
     design can decide it (``decidable_on``: their names, or as ``deciders`` words them); ``gaps`` maps a claim to what the config run lacks
     to decide it (``design_gaps``; "" or absent: nothing). The ``all`` rows also carry the
-    claim's ``state`` and its ``answer`` in plain words (``sparselen.report.answer``), ``units``,
+    claim's ``state`` and its ``answer`` in plain words (``sparselen.report.answer``; ``rates``,
+    per claim its ``error_rates``, end it with a sentence of them), ``units``,
     the seeds (documents) behind its intervals, and ``decided``, its verdict before the
     stability check."""
     rows = []
@@ -88,6 +89,7 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
         row["brief"] = brief(SimpleNamespace(**row), groups)
         if numbers := _headline(c.id, table, settings, groups, row):
             row["answer"], row["brief"] = f"{numbers}: {row['answer']}", clip(numbers)
+        row["answer"] = with_rates(row["answer"], (rates or {}).get(c.id), row["design"])
         row["tag"] = tag(c.slice, groups)
         rows.append(row)
         rows.extend({**base, **r.__dict__} for r in results)
@@ -112,6 +114,31 @@ def design_gaps(sections: dict, claims=CLAIMS) -> dict:
     """Per claim of a slice in ``sections`` (slice -> its validated config section), what this
     config's design lacks to decide it ("" when nothing)."""
     return {c.id: c.design(sections[c.slice]) for c in claims if c.slice in sections}
+
+
+def error_rates(sections: dict, claims=CLAIMS, table: dict | None = None) -> dict:
+    """Per claim of a slice in ``sections`` (slice -> its validated config section), its error
+    rates at this config's sizes: the calibration's false "holds" (``calibration.rates``) and
+    the power at the measured effect (None where no spread was measured)."""
+    from sparselen.calibration import rates as cr
+
+    table = cr.load() if table is None else table
+    out = {}
+    for c in claims:
+        if c.slice in sections:
+            section = sections[c.slice]
+            out[c.id] = {"false_holds": cr.false_holds(table, c.id, cr.slice_sizes(c.slice, section)),
+                         "power": cr.power_text(c.power(section) if c.power else None)}
+    return out
+
+
+def with_rates(answer: str, rates: dict | None, design: str) -> str:
+    """The answer line, then its error rates as a sentence; the power is left out where the
+    design's own reason already names it."""
+    if not rates:
+        return answer
+    parts = [rates["false_holds"]] + ([] if "power" in str(design) else [rates["power"]])
+    return f"{str(answer).rstrip('.')}. Error rates: {'; '.join(parts)}"
 
 
 def designs(configs: dict, claims=CLAIMS) -> dict:

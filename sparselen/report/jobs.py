@@ -26,14 +26,15 @@ def claims(job) -> pd.DataFrame:
     table its claims module READS (a slice without inputs: not run) and the shipped configs
     (``shipped``: which of them can decide each claim); params report (the report section), facts
     (per slice, its claims module's facts of the config run), gaps (per claim, what the config
-    run's design lacks to decide it) and criteria (the criteria's version)."""
+    run's design lacks to decide it), rates (per claim, its error rates at the config's sizes)
+    and criteria (the criteria's version)."""
     i, p = job.input, job.params
     data = {name: {t: read_tables(getattr(i, f"{name}_{t}")) for t in cl.slice_claims(name).READS}
             for name in p.facts}
     r = p.report
     shipped = {Path(f).name: load_config([f]) for f in i.shipped}
     table = cl.check(data, Resampling(n_boot=r["bootstrap"], seed=r["seed"], level=r["level"]), p.facts,
-                     designs=cl.deciders(shipped), gaps=p.gaps)
+                     designs=cl.deciders(shipped), gaps=p.gaps, rates=p.rates)
     table["criteria"] = p.criteria
     io.write_csv(table, job.output.csv)
     md = "\n".join([f"# {renderer.TITLE}: claims", ""] + renderer.answer_section(table)[2:]

@@ -299,6 +299,14 @@ def claims_design_gaps():
     )
 
 
+def claims_error_rates():
+    """Per claim of a slice that runs, its error rates at this config's sizes: false "holds"
+    in the calibration, power at the measured effect (the end of its verdict line)."""
+    return sparselen.report.claims.error_rates(
+        {name: config[name] for name in REPORT_SLICES}
+    )
+
+
 def slice_outputs(wildcards):
     """Every figure and table of the slices the config runs."""
     return [f for name in REPORT_SLICES for f in getattr(rules, f"fig_{name}").input]

@@ -25,6 +25,7 @@ rule report_claims:
     params:
         facts=claims_facts(),
         gaps=claims_design_gaps(),
+        rates=claims_error_rates(),
         report=REPORT,
         criteria=CLAIMS_SOURCES,
     script:

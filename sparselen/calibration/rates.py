@@ -1,0 +1,90 @@
+"""The error rates a verdict line carries: how often the claim's own code said "holds" where it
+was false, counted by ``benchmarks/calibration.py --no-effect --write`` at each shipped config's
+sizes (``FILE``, package data), and the power at the measured effect (``power.claim_power``).
+
+A run's config is matched to the file by the sizes the claim's tables depend on: its slice's
+seeds and evaluation samples per cell, or the analysed tokens (language). A claim with several
+scenarios where it is false (no effect, at chance, did not fit, a failure mode) gives the worst
+of them, so the line never cites a rate better than one the criterion was measured at."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+FILE = Path(__file__).with_name("false_holds.json")
+REGENERATE = ".venv/bin/python benchmarks/calibration.py --no-effect --replicates 100 --write " \
+             "sparselen/calibration/false_holds.json"
+
+
+def slice_sizes(slice_name: str, section: dict) -> dict:
+    """What a claim's calibration depends on in its slice's config section."""
+    if slice_name == "language":
+        return {"tokens": int(section["analysis"]["tokens"])}
+    return {"seeds": len(section["seeds"]), "samples": int(section["eval"]["n"])}
+
+
+def config_sizes(cfg: dict, slices=("parity", "ppc", "theory", "language")) -> dict:
+    """Each slice's sizes of a loaded config (slices it has)."""
+    return {s: slice_sizes(s, cfg[s]) for s in slices if s in cfg}
+
+
+def load(path: Path = FILE) -> dict:
+    """The calibration's file ({"entries": [], ...} when there is none)."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else {"entries": []}
+
+
+def worst(table: dict, claim: str, sizes: dict) -> dict | None:
+    """The claim's false-claim scenario with the most false "holds" at ``sizes`` (None: not
+    calibrated there), with the number of such scenarios as ``scenarios``."""
+    hits = [e for e in table["entries"] if e["claim"] == claim and e["sizes"] == sizes]
+    if not hits:
+        return None
+    top = max(hits, key=lambda e: (e["holds"] / e["replicates"], e["holds"]))
+    return top | {"scenarios": len({e["scenario"] for e in hits})}
+
+
+def false_holds(table: dict, claim: str, sizes: dict) -> str:
+    """"false holds under no effect k/n (...)", or why there is no such count."""
+    if not any(e["claim"] == claim for e in table["entries"]):
+        return "false holds under no effect not calibrated (no generated tables for this claim)"
+    w = worst(table, claim, sizes)
+    if w is None:
+        return "false holds under no effect not calibrated at these sizes"
+    of = f", worst of {w['scenarios']} scenarios" if w["scenarios"] > 1 else ""
+    return f"false holds under no effect {w['holds']}/{w['replicates']} (calibration at this config's sizes{of})"
+
+
+def power_text(p: float | None) -> str:
+    return "no power is computed (no spread measured)" if p is None else f"power at the measured effect {p:.0%}"
+
+
+def entries(rows, sizes_by_config: dict) -> list[dict]:
+    """The file's entries from the calibration's rows (``calibration.run``'s dicts) where the
+    claim is false; ``sizes_by_config``: config name -> ``config_sizes``."""
+    from sparselen.calibration import FALSE, claim_of
+
+    out = []
+    for r in rows:
+        if r["truth"] != FALSE:
+            continue
+        out.append({"claim": r["claim"], "config": r["config"], "scenario": r["scenario"],
+                    "sizes": sizes_by_config[r["config"]][claim_of(r["claim"]).slice],
+                    "holds": round(r["holds"] * r["replicates"]), "replicates": int(r["replicates"])})
+    return out
+
+
+def write(path: Path, rows, configs: dict, command: str, n_boot: dict, seed: int) -> None:
+    """The file: per claim, config and false-claim scenario, the count of "holds" and the sizes
+    run at; provenance without a date (the command, the package's version, the configs' hashes
+    and bootstrap replicates)."""
+    from sparselen import __version__, io
+    from sparselen.provenance import config_hash
+
+    sizes = {name: config_sizes(cfg) for name, cfg in configs.items()}
+    table = {"command": command, "version": __version__, "seed": seed,
+             "configs": {name: {"config_hash": config_hash(cfg), "n_boot": n_boot[name], "sizes": sizes[name]}
+                         for name, cfg in configs.items()},
+             "entries": entries(rows, sizes)}
+    io.write_json(path, table)
