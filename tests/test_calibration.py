@@ -81,7 +81,8 @@ def test_the_shipped_false_holds_are_of_the_shipped_configs_and_within_5_percent
     assert set(table.get("configs", {})) == set(SHIPPED), f"{rates.FILE} covers {sorted(table.get('configs', {}))}; {again}"
     for name, path in SHIPPED.items():
         now = rates.config_sizes(load([ROOT / path]))
-        assert table["configs"][name]["sizes"] == now, f"{name}'s sizes changed since {rates.FILE} was made; {again}"
+        made = table["configs"][name]["sizes"]
+        assert made == now, f"{name}'s sizes are {now}, {rates.FILE} was made at {made}; {again}"
     false = {(sc.claim, sc.name) for sc in scenarios() if sc.truth == FALSE}
     for name in SHIPPED:
         made = {(e["claim"], e["scenario"]) for e in table["entries"] if e["config"] == name}

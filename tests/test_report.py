@@ -288,7 +288,7 @@ def test_a_verdict_line_carries_its_error_rates_at_the_configs_sizes(tmp_path):
     # sizes no calibration ran at
     other = {**section, "seeds": list(range(7))}
     p1 = cl.check(runs, RES, FACTS, rates=cl.error_rates({"parity": other}, table=made)).iloc[0]
-    assert "Error rates: false holds under no effect not calibrated at these sizes; power" in p1["answer"]
+    assert "Error rates: false holds under no effect: not calibrated at these sizes; power" in p1["answer"]
     # the language claims: L2 calibrated, neither with a measured spread
     lang = cl.error_rates({"language": {"analysis": {"tokens": 100}}}, table=made)
     assert lang["L2"]["power"] == lang["L1"]["power"] == "no power is computed (no spread measured)"

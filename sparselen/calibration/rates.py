@@ -48,10 +48,10 @@ def worst(table: dict, claim: str, sizes: dict) -> dict | None:
 def false_holds(table: dict, claim: str, sizes: dict) -> str:
     """"false holds under no effect k/n (...)", or why there is no such count."""
     if not any(e["claim"] == claim for e in table["entries"]):
-        return "false holds under no effect not calibrated (no generated tables for this claim)"
+        return "false holds under no effect: not calibrated (no generated tables for this claim)"
     w = worst(table, claim, sizes)
     if w is None:
-        return "false holds under no effect not calibrated at these sizes"
+        return "false holds under no effect: not calibrated at these sizes"
     of = f", worst of {w['scenarios']} scenarios" if w["scenarios"] > 1 else ""
     return f"false holds under no effect {w['holds']}/{w['replicates']} (calibration at this config's sizes{of})"
 
