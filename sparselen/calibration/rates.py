@@ -30,9 +30,11 @@ def config_sizes(cfg: dict, slices=("parity", "ppc", "theory", "language")) -> d
 
 
 def load(path: Path = FILE) -> dict:
-    """The calibration's file ({"entries": [], ...} when there is none)."""
+    """The calibration's file (shipped with the package: a missing one is an error, not "not calibrated")."""
     path = Path(path)
-    return json.loads(path.read_text()) if path.exists() else {"entries": []}
+    if not path.exists():
+        raise FileNotFoundError(f"the calibration's false holds ({path}) are missing; make them: {REGENERATE}")
+    return json.loads(path.read_text())
 
 
 def worst(table: dict, claim: str, sizes: dict) -> dict | None:

@@ -118,8 +118,8 @@ def design_gaps(sections: dict, claims=CLAIMS) -> dict:
 
 def error_rates(sections: dict, claims=CLAIMS, table: dict | None = None) -> dict:
     """Per claim of a slice in ``sections`` (slice -> its validated config section), its error
-    rates at this config's sizes: the calibration's false "holds" (``calibration.rates``) and
-    the power at the measured effect (None where no spread was measured)."""
+    rates at this config's sizes, worded: the calibration's false "holds" (``calibration.rates``)
+    and the power at the measured effect (none where no spread was measured)."""
     from sparselen.calibration import rates as cr
 
     table = cr.load() if table is None else table
