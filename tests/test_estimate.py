@@ -563,87 +563,89 @@ def test_a_submission_over_its_limit_is_a_warning_when_it_resumes(capsys, paper_
     assert "language_analyze" in out and "resuming from checkpoints" in out and "no checkpoints" not in out
 
 
-def stacked_config(sizes: dict) -> dict:
-    cfg = load(PAPER)
-    for name, size in sizes.items():
-        cfg[name]["stack"] = size
-    return cfg
+STACKED = "gpus_per_job: 1\nparity: {seeds: [0, 1, 2, 3, 4, 5, 6], stack: %d}\n"  # chunks 0-2, 3-5, 6 at 3
 
 
-def test_a_stack_is_priced_as_one_job(capsys, paper_jobs):
-    """paper.yaml with parity.stack 4 and ppc.stack 6 on an H100: each cell's seeds in
-    consecutive chunks, one training and one evaluation job per chunk in a submission of its
-    own; a stack pays start-up and compilation once, costs more than one run and less than its
-    runs alone, computes at least its runs' FLOPs (batches padded to the step's longest) and
-    holds S x a run's training step; whatever read a run's jobs reads its stack's."""
+@pytest.fixture(scope="module")
+def parity_stacks(tmp_path_factory):
+    """The smoke config on a GPU with seven parity seeds, per run and in stacks of 3: per stack
+    size, (config files, priced jobs)."""
+    out = {}
+    for size in (1, 3):
+        overlay = tmp_path_factory.mktemp("stacks") / "stacks.yaml"
+        overlay.write_text(STACKED % size)
+        files = (*SMOKE, overlay)
+        out[size] = files, plan.plan(load(files), workflow_jobs(tmp_path_factory, files))
+    return out
+
+
+def test_a_stack_job_is_priced_as_its_runs_in_one_job(capsys, parity_stacks):
+    """parity.stack 3 on an H100: each stack rule's job is priced as its chunk's runs in one job
+    (start-up and compilation once, more than one run, less than its runs alone, at least their
+    FLOPs, S x a run's training step), evaluations stay one job per run, and the tables show
+    the runs per job; the estimate offers the largest stack that fits, a cell's seven."""
     gpu, cpu = profiles.resolve("h100", 0.4, None)
-    cfg = stacked_config({"parity": 4, "ppc": 6})
-    jobs = stacks.stack(cfg, paper_jobs)
-    parity = [j for j in jobs if j.dag.rule == "parity_train"]
-    cells = len(cfg["parity"]["K_train"])
-    assert len(parity) == 2 * cells and sorted(j.work.runs for j in parity) == [2] * cells + [4] * cells
-    assert {j.dag.wildcards.seeds for j in parity} == {"0-3", "4-5"}
-    assert sum(j.work.runs for j in jobs if j.dag.rule == "ppc_train") == sum(
-        j.dag.rule == "ppc_train" for j in paper_jobs)
-    assert {j.work.runs for j in jobs if j.dag.rule == "ppc_evaluate"} == {6}
-    assert [j for j in jobs if j.dag.rule == "theory_run_gpt"] == [j for j in paper_jobs if j.dag.rule == "theory_run_gpt"]
-    # every dependency is a job of the stacked DAG; a stack's evaluation waits on its training
-    ids = {j.dag.jobid for j in jobs}
-    assert all(d in ids for j in jobs for d in j.dag.deps)
-    stack = next(j for j in parity if j.work.runs == 4)
-    evaluation = next(j for j in jobs if j.dag.rule == "parity_evaluate" and j.dag.submission == stack.dag.submission)
-    assert stack.dag.jobid in evaluation.dag.deps and evaluation.work.runs == 4
-    one = next(j for j in paper_jobs if j.dag.rule == "parity_train")
-    t1, t4 = flops.seconds(one.work, gpu), flops.seconds(stack.work, gpu)
-    assert t4["restart_seconds"] == t1["restart_seconds"] == gpu.job_s + gpu.compile_s
-    assert t1["seconds"] < t4["seconds"] < 4 * t1["seconds"]
+    files, jobs = parity_stacks[3]
+    _, per_run = parity_stacks[1]
+    cells = len(load(files)["parity"]["K_train"])
+    parity = [j for j in jobs if j.dag.rule.startswith("parity_train")]
+    assert {j.dag.rule for j in parity} == {f"parity_train_stack{i}" for i in range(3)}
+    assert sorted(j.work.runs for j in parity) == [1] * cells + [3] * 2 * cells
+    assert {j.dag.wildcards.seeds for j in parity} == {"0-2", "3-5", "6"}
+    assert {j.work.runs for j in jobs if j.dag.rule == "parity_evaluate"} == {1}
+    one = next(j for j in per_run if j.dag.rule == "parity_train")
+    stack = next(j for j in parity if j.work.runs == 3)
+    t1, t3 = flops.seconds(one.work, gpu), flops.seconds(stack.work, gpu)
+    assert t3["restart_seconds"] == t1["restart_seconds"] == gpu.job_s + gpu.compile_s
+    assert t1["seconds"] < t3["seconds"] < 3 * t1["seconds"]
     (train,) = [t for t in stack.work.terms if t.kind == "train"]
     longest = 3 * train.shape.forward(train.rows, max(train.lengths)) * train.calls
-    assert 4 * one.work.flops < stack.work.flops < 4 * longest
-    assert stack.work.memory["gpu"].bytes == pytest.approx(
-        memory.stacked(one.work.memory["gpu"].bytes, 4, "gpu"))
+    assert 3 * one.work.flops < stack.work.flops < 3 * longest
+    assert stack.work.memory["gpu"].bytes == pytest.approx(memory.stacked(one.work.memory["gpu"].bytes, 3, "gpu"))
     assert stack.work.memory["gpu"].key == "parity.stack"
-    assert stack.dag.limit_min == stack.dag.runtime_min + evaluation.dag.runtime_min
 
-    t = tables.report(cfg, paper_jobs, gpu, cpu)
+    t = tables.report(load(files), jobs, gpu, cpu)
     out = capsys.readouterr().out
     rules = t["rules"].set_index("rule")
-    assert rules.loc["parity_train", "jobs"] == 2 * cells and rules.loc["parity_train", "stack"] == 4
-    assert rules.loc["parity_train", "runs"] == cells * len(cfg["parity"]["seeds"])
-    assert re.search(rf"\| parity\s+\| parity_train\s+\| gpu\s+\|\s+{2 * cells} \|\s+{6 * cells} \|\s+4 \|", out)
-    assert "Stacks (parity.stack 4, ppc.stack 6; sparselen.stacked)" in out
+    assert rules.loc["parity_train", "jobs"] == 3 * cells and rules.loc["parity_train", "stack"] == 3
+    assert rules.loc["parity_train", "runs"] == 7 * cells
+    assert re.search(rf"\| parity\s+\| parity_train\s+\| gpu\s+\|\s+{3 * cells} \|\s+{7 * cells} \|\s+3 \|", out)
+    assert "Stacks (parity.stack 3; sparselen.stacked)" in out and t["errors"] == []
     subs = t["submissions"].set_index("submission")
-    assert subs.loc[stack.dag.submission, "rules"] == "parity_train+parity_evaluate"
-    assert not subs.loc[stack.dag.submission, "packed"] and t["errors"] == []
-    # theory stacks fewer than fit an H100: the estimate offers the largest, with its GPU-hours
-    assert t["best_stacks"] == {"parity": 6, "theory": 6}
-    assert "theory.stack: 6 (now 1)" in out and re.search(r"With them: [\d:]+ GPU-hours instead of", out)
+    assert not subs.loc[stack.dag.submission, "packed"]
+    assert t["best_stacks"] == {"parity": 7}
+    assert "parity.stack: 7 (now 3)" in out and re.search(r"With them: [\d:]+ GPU-hours of these slices' training", out)
+    hours = t["jobs"].query("rule == 'parity_train'")["seconds"].sum() / 3600
+    assert stacks.training_hours(jobs, {"parity": 3}, gpu) == pytest.approx(hours)
 
 
-def test_a_stack_over_the_gpus_memory_exits_1_naming_its_key(tmp_path, monkeypatch, capsys, paper_dag):
-    """A GPU of 3 GiB (2.7 usable) holds a parity run's training step and evaluation, not a
-    stack of 6 of its training steps: the estimate exits 1 naming the stack and parity.stack;
-    the largest stack that fits is the one it offers."""
+def test_a_stack_over_the_gpus_memory_exits_1_naming_its_key(tmp_path, monkeypatch, capsys, parity_stacks):
+    """A GPU that holds two of the parity run's training steps, not three: the stacks of 3 are
+    an error (exit 1) naming the stack and parity.stack; the stack of one and the evaluations
+    fit, and the largest stack that fits is the one the estimate offers. (The other slices'
+    jobs, larger, are errors of their own.)"""
     import json
 
-    from sparselen import config as config_module
     from sparselen.cli import main
+    from sparselen.estimate.profiles import USABLE
 
+    files, jobs = parity_stacks[3]
+    one = next(j for j in parity_stacks[1][1] if j.dag.rule == "parity_train").work.memory["gpu"].bytes
+    usable = (memory.stacked(one, 2, "gpu") + memory.stacked(one, 3, "gpu")) / 2
     small = tmp_path / "small.json"
-    small.write_text(json.dumps({"name": "small", "device": "gpu", "peak_flops": 1e14, "memory_bytes": 3 * 2**30}))
-    monkeypatch.setattr(dag, "workflow_jobs", lambda files: paper_dag)
-    loaded = config_module.load
-    monkeypatch.setattr(config_module, "load", lambda files: {**(c := loaded(files)), "parity": {**c["parity"], "stack": 6}})
-    assert main(["estimate", "--configfile", *map(str, PAPER), "--gpu", str(small)]) == 1
-    err = capsys.readouterr().err
-    line = next(line for line in err.splitlines() if line.startswith("ERROR: parity_train"))
-    assert re.fullmatch(r"ERROR: parity_train K_train=\d+ seeds=0-5 and \d+ more: predicted peak \d\.\d GiB \(training "
-                        r"step of 64 x 51 tokens for each of 6 runs\) > 2\.7 GiB usable on the GPU: lower parity\.stack "
-                        r"\(now 6; docs/gpu\.md\)", line), line
-    jobs = plan.plan(load(PAPER), paper_dag)
-    size, peak = stacks.largest_fit(load(PAPER), jobs, 2.7 * 2**30)["parity"]
-    one = next(j for j in jobs if j.dag.rule == "parity_train").work.memory["gpu"].bytes
-    assert 1 < size < 6 and peak.bytes <= 2.7 * 2**30 < memory.stacked(one, size + 1, "gpu")
+    small.write_text(json.dumps({"name": "small", "device": "gpu", "peak_flops": 1e14, "memory_bytes": usable / USABLE}))
+    monkeypatch.setattr(dag, "workflow_jobs", lambda files: [j.dag for j in jobs])
+    monkeypatch.setattr(plan, "plan", lambda config, dag_jobs: jobs)
+    assert main(["estimate", "--configfile", *map(str, files), "--gpu", str(small)]) == 1
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if line.startswith("ERROR: parity")]
+    assert len(errors) == 1, errors
+    assert re.fullmatch(r"ERROR: parity_train K_train=\d+ seeds=(0-2|3-5) and 3 more: predicted peak [\d.]+ GiB "
+                        r"\(training step of \d+ x \d+ tokens for each of 3 runs\) > [\d.]+ GiB usable on the GPU: "
+                        r"lower parity\.stack \(now 3; docs/gpu\.md\)", errors[0]), errors[0]
+    assert "parity.stack: 2 (now 3)" in captured.out
+    size, peak = stacks.largest_fit(jobs, usable)["parity"]
+    assert size == 2 and peak.bytes <= usable < memory.stacked(one, 3, "gpu")
 
 
 def test_the_memory_model_predicts_a_stacks_training_step():

@@ -166,14 +166,20 @@ def _holds_table(n: int, j: int, spread: Spread) -> np.ndarray:
     return (m >= 2) & (i <= m) & (low > spread.threshold)
 
 
-@lru_cache(maxsize=None)
 def claim_power(claim: str, n: int, groups: int, samples: int | None = None) -> float:
     """Power of ``claim`` with ``n`` seeds in each of ``groups`` groups that must all hold."""
-    if n < MIN_STABLE_SEEDS or groups < 1:
+    return groups_power(claim, (n,) * groups, samples)
+
+
+@lru_cache(maxsize=None)
+def groups_power(claim: str, seeds: tuple[int, ...], samples: int | None = None) -> float:
+    """Power of ``claim`` over groups that must all hold, ``seeds[g]`` seeds in group g (a
+    claim over two models' runs counts each group's model's seeds)."""
+    if not seeds or min(seeds) < MIN_STABLE_SEEDS:
         return 0.0
     parts = [SPREADS[claim]] + ([C2_GAIN] if claim == "C2" else [])
-    share = UNSTABLE / (groups * len(parts))
-    return math.prod(group_power(n, sp, samples, share) for sp in parts) ** groups
+    share = UNSTABLE / (len(seeds) * len(parts))
+    return math.prod(group_power(n, sp, samples, share) ** seeds.count(n) for n in set(seeds) for sp in parts)
 
 
 @lru_cache(maxsize=None)
@@ -197,11 +203,19 @@ def seeds_needed(claim: str, groups: int, samples: int | None = None, target: fl
 def design(claim: str, n: int, groups: int, samples: int | None, what: str = "group") -> str:
     """"" when ``n`` seeds per group give ``claim`` at least TARGET power at its measured spread,
     else why not, naming the seeds needed."""
-    p = claim_power(claim, n, groups, samples)
+    return models_design(claim, {"": (n, groups)}, samples, what)
+
+
+def models_design(claim: str, models: dict[str, tuple[int, int]], samples: int | None, what: str = "group") -> str:
+    """``design`` of a claim whose groups are runs of several models with seed counts of their
+    own, ``models``: {model: (its seeds, its groups)}."""
+    seeds = tuple(count for count, groups in models.values() for _ in range(groups))
+    p = groups_power(claim, seeds, samples)
     if p >= TARGET:
         return ""
-    need = seeds_needed(claim, groups, samples)
-    runs = f"this config runs {n} ({p:.0%} power)"
+    need = seeds_needed(claim, len(seeds), samples)
+    runs = ", ".join(f"{count} {model}".strip() for model, (count, groups) in models.items() if groups)
+    runs = f"this config runs {runs} ({p:.0%} power)"
     if need is None:
         return f"no seed count up to {MAX_SEEDS} per {what} gives {TARGET:.0%} power at {samples} samples a cell; {runs}"
     return f"needs about {need} seeds per {what} for {TARGET:.0%} power; {runs}"

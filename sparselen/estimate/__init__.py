@@ -12,7 +12,7 @@ models sharing a GPU: ``sparselen.packing``), the assumptions behind them, warns
 submission would exceed its time limit (with the resubmissions resuming from checkpoints would
 take), names the jobs that cannot succeed (over their device's memory, never finishing, or starting
 over after a time-out) and sets the prediction against a finished run's benchmark files.
-``stacks`` prices a slice's ``stack`` (a cell's seeds trained as one model, ``sparselen.stacked``)
+``stacks`` prices a stack rule's job (a slice's ``stack``: a cell's seeds trained as one model, ``sparselen.stacked``)
 as one job and finds the largest stack that fits a GPU. ``timeline`` turns the jobs into ``schedule``'s tasks (SLURM submissions, or a local run's
 jobs) for the critical chain and a wall clock that follows the DAG; ``display`` prints
 durations as h:mm without empty columns; ``next_step`` writes the closing line.

@@ -1,15 +1,19 @@
 """Every job of the workflow for a config with the work it will do: the jobs are Snakemake's
 (``dag``), each priced by its slice's cost function, named like the step it runs
 (rule ``<slice>_<step>`` -> ``sparselen.<slice>.cost.<step>(job, config) -> Work``), as
-``sparselen.jobs`` runs ``sparselen.<slice>.jobs.<step>``. A new rule is priced by a function in
-its slice's ``cost.py``; one without is an error.
+``sparselen.jobs`` runs ``sparselen.<slice>.jobs.<step>``. A stack rule's job
+(``<rule>_stack<i>``) is priced from its runs' rule's cost as one job of its runs
+(``stacks.price``). A new rule is priced by a function in its slice's ``cost.py``; one without
+is an error.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
+from sparselen.estimate import stacks
 from sparselen.estimate.dag import DagJob
 from sparselen.estimate.flops import Work
 from sparselen.jobs import per_run_rule
@@ -21,6 +25,7 @@ TARGETS = ("all", "report")  # rules that only gather other jobs' outputs (and f
 class Job:
     dag: DagJob
     work: Work
+    run: Work | None = None  # one of its runs' work (a stack job's: one run alone)
 
 
 class MissingCost(LookupError):
@@ -49,4 +54,13 @@ def plan(config: dict, jobs: list[DagJob]) -> list[Job]:
     """``jobs`` (``dag.workflow_jobs``) priced for ``config`` (merged and schema-filled); every
     rule's cost function is looked up before any job is priced."""
     costs = {rule: cost_function(rule) for rule in {j.rule for j in jobs}}
-    return [Job(j, costs[j.rule](j, config)) for j in jobs if costs[j.rule] is not None]
+    return [priced(j, costs[j.rule](j, config)) for j in jobs if costs[j.rule] is not None]
+
+
+def priced(dag: DagJob, run: Work) -> Job:
+    """The job of ``dag`` whose runs' rule prices one run at ``run``; a stack job's name carries
+    its runs' seeds (``seeds=0-31``)."""
+    seeds = stacks.seeds(dag)
+    if seeds is not None:
+        dag = replace(dag, wildcards=SimpleNamespace(**vars(dag.wildcards), seeds=stacks.seeds_label(seeds)))
+    return Job(dag, stacks.price(dag, run), run)

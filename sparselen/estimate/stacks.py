@@ -1,34 +1,38 @@
-"""Stacks in the estimate: the runs of one cell (the seeds of one (K_train), (task, run) or
-(law, k) of the small models) trained as one model (``sparselen.stacked``) priced as one job.
+"""Stacks in the estimate: a stack rule's job (``<rule>_stack<i>``: a slice's ``stack: S`` in
+the workflow, workflow/rules/common.smk ``training_rules``) trains the S runs of one cell (the
+seeds of one K_train, (task, run) or (law, k) of the small models) as one model
+(``sparselen.stacked``), priced as one job from one run's price (``price``).
 
-A slice's ``stack: S`` (``config[slice].get("stack", 1)``) cuts each cell's seeds, in order, into
-consecutive chunks of S; each chunk is one training job and one evaluation job (the theory's GPT
-runs train and evaluate in one), one SLURM submission on one GPU, never packed. Such a job pays
-start-up, compilation and the trainer once; its training step is one step of all S runs:
+Such a job pays start-up, compilation and the trainer once; its training step is one step of
+all S runs:
 
 - time: the step's overheads once (``Profile.step_s``, the per-layer launches), each further
   run's batch drawn on the host (``Profile.batch_s``), and the FLOPs of S runs at the
   profile's rate, each run's batch padded to the longest of the step's (the expected longest of
-  S draws from the run's equally likely lengths);
+  S draws from the run's equally likely lengths); the evaluations it runs (the theory's GPT
+  runs) one run after another;
 - memory: S times a run's training step (``memory.stacked``); its evaluations run one run at a
   time, each as alone.
 
 ``largest_fit`` is the largest S whose every pass fits a device: what the estimate offers when a
-config stacks fewer.
+config stacks another number.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
-from sparselen.estimate.flops import Term, Work
+from sparselen.estimate.flops import Term, Work, seconds
 from sparselen.estimate.memory import DEVICES, Peak, stacked
-from sparselen.estimate.plan import Job
+from sparselen.jobs import per_run_rule
 
-TRAINING = {"parity_train": "parity", "ppc_train": "ppc", "theory_run_gpt": "theory"}
-EVALUATION = {"parity_evaluate": "parity", "ppc_evaluate": "ppc"}
-GROUP = "model"  # a stack's submission: its own, on one GPU (workflow/rules/common.smk's GROUP_MODEL)
+if TYPE_CHECKING:
+    from sparselen.estimate.dag import DagJob
+    from sparselen.estimate.plan import Job
+    from sparselen.estimate.profiles import Profile
+
+TRAINING = {"parity_train": "parity", "ppc_train": "ppc", "theory_run_gpt": "theory"}  # rules whose runs stack
 
 
 def configured(config: dict) -> dict[str, int]:
@@ -40,22 +44,19 @@ def key(slice_: str) -> str:
     return f"{slice_}.stack"
 
 
-def stackable(job: Job) -> bool:
-    return job.dag.rule in TRAINING or job.dag.rule in EVALUATION
+def seeds(dag: DagJob) -> list[int] | None:
+    """The seeds of the runs a stack rule's job trains (its ``stack_seeds``, in its outputs'
+    order); None for any other job."""
+    if per_run_rule(dag.rule) == dag.rule:
+        return None
+    return list(dag.params.stack_seeds)
 
 
-def slice_of(rule: str) -> str:
-    return TRAINING.get(rule) or EVALUATION[rule]
-
-
-def cells(jobs: list[Job]) -> dict[tuple, list[Job]]:
-    """The per-run jobs of each (rule, cell), in seed order."""
-    out: dict[tuple, list[Job]] = {}
-    for j in jobs:
-        if stackable(j) and hasattr(j.dag.wildcards, "seed"):
-            cell = tuple((k, v) for k, v in vars(j.dag.wildcards).items() if k != "seed")
-            out.setdefault((j.dag.rule, cell), []).append(j)
-    return {k: sorted(v, key=lambda j: j.dag.wildcards.seed) for k, v in out.items()}
+def price(dag: DagJob, run: Work) -> Work:
+    """The job's work from one of its runs' (``run``, its runs' rule's cost): a stack rule's job
+    as ``stack_work`` of its runs, any other job as ``run``."""
+    runs = seeds(dag)
+    return run if runs is None else stack_work([run] * len(runs), dag.slice)
 
 
 def padded_flops(term: Term, stack: int) -> float:
@@ -105,63 +106,44 @@ def seeds_label(seeds: list[int]) -> str:
     return ",".join(map(str, seeds))
 
 
-def stack(config: dict, jobs: list[Job], sizes: dict[str, int] | None = None) -> list[Job]:
-    """``jobs`` (``plan``) with each stacking slice's per-run jobs replaced by stacks of
-    ``sizes[slice]`` (default: the config's ``stack``) consecutive seeds of a cell; a stack's
-    DAG job carries the cell's wildcards and ``seeds``, its first run's id, the union of its
-    runs' dependencies, and its own submission, whose limit is Snakemake's for a group (its
-    levels' runtimes added up)."""
-    sizes = configured(config) if sizes is None else sizes
-    merged: dict[int, Job] = {}  # a run's job id -> its stack
-    for (rule, cell), runs in cells(jobs).items():
-        slice_ = slice_of(rule)
-        size = sizes.get(slice_, 1)
-        if size <= 1:
-            continue
-        for i in range(0, len(runs), size):
-            chunk = runs[i:i + size]
-            seeds = seeds_label([j.dag.wildcards.seed for j in chunk])
-            wildcards = SimpleNamespace(**dict(cell), seeds=seeds)
-            name = " ".join(f"{k}={v}" for k, v in vars(wildcards).items())
-            d = replace(chunk[0].dag, wildcards=wildcards, bench="", log="", group=GROUP,
-                        submission=f"stack:{slice_}/{name}")
-            job = Job(d, stack_work([j.work for j in chunk], slice_))
-            merged.update({j.dag.jobid: job for j in chunk})
-    if not merged:
-        return jobs
-    out, seen = [], set()
+def cells(jobs: list[Job]) -> dict[tuple, tuple[Work, int]]:
+    """Per (slice, cell) of the training jobs of the slices that stack, per run or in stacks:
+    (one run's work, the cell's number of runs)."""
+    out: dict[tuple, tuple[Work, int]] = {}
     for j in jobs:
-        if j.dag.jobid in merged:
-            j = merged[j.dag.jobid]
-            if id(j) in seen:
-                continue
-            seen.add(id(j))
-        out.append(j)
-    new_id = {old: j.dag.jobid for old, j in merged.items()}
-    limits: dict[str, dict[int, float]] = {}
-    for j in out:
-        if id(j) in seen:
-            level = limits.setdefault(j.dag.submission, {})
-            level[j.dag.level] = max(level.get(j.dag.level, 0.0), j.dag.runtime_min)
-    for i, j in enumerate(out):
-        deps = tuple(sorted({new_id.get(d, d) for d in j.dag.deps} - {j.dag.jobid}))
-        limit = sum(limits[j.dag.submission].values()) if j.dag.submission in limits else j.dag.limit_min
-        out[i] = Job(replace(j.dag, deps=deps, limit_min=limit), j.work)
+        rule = per_run_rule(j.dag.rule)
+        if rule in TRAINING:
+            cell = tuple((k, v) for k, v in vars(j.dag.wildcards).items() if k not in ("seed", "seeds"))
+            slice_ = TRAINING[rule]
+            _, n = out.get((slice_, cell), (None, 0))
+            out[(slice_, cell)] = (j.run, n + len(seeds(j.dag) or [0]))
     return out
 
 
-def largest_fit(config: dict, jobs: list[Job], usable_bytes: float, kind: str = "gpu") -> dict[str, tuple]:
+def largest_fit(jobs: list[Job], usable_bytes: float, kind: str = "gpu") -> dict[str, tuple]:
     """Per stacking slice, (the largest S up to its largest cell's runs whose every job's
     passes fit ``usable_bytes`` on ``kind``, that S's largest peak): at least 1."""
     per_slice: dict[str, list] = {}
-    for (rule, _), runs in cells(jobs).items():
-        per_slice.setdefault(slice_of(rule), []).append(runs)
+    for (slice_, _), (run, n) in cells(jobs).items():
+        per_slice.setdefault(slice_, []).append((run, n))
     out = {}
     for slice_, groups in per_slice.items():
-        works = [runs[0].work for runs in groups]  # a cell's runs share their shapes
-        for size in range(max(len(runs) for runs in groups), 0, -1):
-            peak = max((stacked_peak(w, size, kind, slice_) for w in works), key=lambda p: p.bytes if p else 0)
+        for size in range(max(n for _, n in groups), 0, -1):
+            peak = max((stacked_peak(run, size, kind, slice_) for run, _ in groups), key=lambda p: p.bytes if p else 0)
             if size == 1 or (peak is not None and peak.bytes <= usable_bytes):
                 out[slice_] = (size, peak)
                 break
     return out
+
+
+def training_hours(jobs: list[Job], sizes: dict[str, int], profile: Profile) -> float:
+    """Device-hours on ``profile`` of the training jobs of the slices of ``sizes`` with each
+    cell's runs in chunks of ``sizes[slice]``, every chunk priced as a stack job (``stack_work``)."""
+    total = 0.0
+    for (slice_, _), (run, n) in cells(jobs).items():
+        if slice_ not in sizes:
+            continue
+        size = sizes[slice_]
+        for first in range(0, n, size):
+            total += seconds(stack_work([run] * min(size, n - first), slice_), profile)["seconds"]
+    return total / 3600

@@ -18,6 +18,7 @@ from sparselen.estimate.flops import seconds
 from sparselen.estimate.memory import GiB
 from sparselen.estimate.plan import Job
 from sparselen.estimate.profiles import USABLE, Profile
+from sparselen.jobs import per_run_rule
 
 DP_EFFICIENCY = 0.9  # assumed: n devices training one model together run n x this as fast as one
 PACKED_GROUP = "packed_model"  # the group of model jobs that share GPUs (workflow/rules/common.smk)
@@ -61,7 +62,8 @@ def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, r
     """One row per job of ``jobs`` (``plan``): predicted seconds on its device; with ``gpu`` (and
     config gpus_per_job > 0) model jobs run on the GPU profile, the rest (and theory SFA runs,
     which always use the CPU) on ``cpu``. Each row carries its SLURM submission, its level in it
-    and the submission's limit, as Snakemake forms them (``dag``).
+    and the submission's limit, as Snakemake forms them (``dag``); a stack job's rule is its
+    runs' (``parity_train``).
 
     A model trained on n devices together (language.parallel) takes its one-device time over
     n x ``dp_efficiency`` (an assumption: gradient all-reduce and stragglers), plus its start-up;
@@ -79,7 +81,7 @@ def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, r
             s = {**s, "seconds": s["restart_seconds"] + (s["seconds"] - s["restart_seconds"]) / speedup,
                  "train_seconds": s["train_seconds"] / speedup}
         peak = w.memory.get(device.device)
-        rows.append({"slice": d.slice, "rule": d.rule, "job": d.name, "runs": w.runs, "bench": d.bench,
+        rows.append({"slice": d.slice, "rule": per_run_rule(d.rule), "job": d.name, "runs": w.runs, "bench": d.bench,
                      "group": d.group,
                      "device": device.device, "peak_flops": device.peak_flops,
                      "flops": w.flops, "seconds": s["seconds"], "train_seconds": s["train_seconds"],
@@ -280,17 +282,15 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     ``gpu_busy`` are a GPU job's predicted model FLOP utilisation and the share of its time its
     GPU computes for it, alone on the GPU (what packing fills). The wall clock follows the DAG
     (``timeline.campaign_clock``): on a cluster, on each of ``gpus_available`` GPUs; for a local
-    run (no GPU), on this machine's ``cores`` (default: all), without the SLURM tables. Each small
-    slice's runs go into stacks of its ``stack`` (``stacks.stack``); ``best_stacks``: the larger
-    stacks that would fit the GPU (``stack_choice``)."""
+    run (no GPU), on this machine's ``cores`` (default: all), without the SLURM tables. A stack
+    job (a small slice's ``stack``) is one row of its runs (``stacks``); ``best_stacks``: the
+    largest stacks that fit the GPU, where the config's differ (``stack_choice``)."""
     from sparselen.estimate.display import markdown
     from sparselen.estimate.timeline import campaign_clock
     from sparselen.packing import jobs_per_gpu
 
     err = err or (lambda line: print(line, file=sys.stderr))
     local = gpu is None or not config.get("gpus_per_job", 0) > 0
-    per_run = jobs
-    jobs = stacks.stack(config, per_run)
     df = estimate(config, jobs, gpu, cpu, retries, dp_efficiency)
     n = jobs_per_gpu(config)
     subs = submissions(df, retries, n, float(config.get("checkpoint_minutes", 0)))
@@ -345,7 +345,7 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     clock = campaign_clock(df, local, gpus_available, cores)
     for line in clock["lines"]:
         out(line)
-    best = {} if local else stack_choice(config, per_run, gpu, cpu, retries, dp_efficiency, packing, out)
+    best = {} if local else stack_choice(config, jobs, gpu, out)
     over = subs[(subs["predicted_h"] > subs["limit_h"]) & (subs["attempts"] < math.inf) & subs["checkpoints"]]
     if len(over):
         out(f"\nWARNING: {len(over)} submission(s) exceed their SLURM time limit (resources.runtime; a group's jobs "
@@ -372,31 +372,29 @@ def stacks_assumption(config: dict, p: Profile) -> str:
     return (f"Stacks ({sizes}; sparselen.stacked): a stack's job starts, compiles and runs the trainer once; its "
             f"training step pays its overheads once, {p.batch_s * 1e3:.3g} ms to draw each further run's batch, and "
             f"the FLOPs of all its runs, each batch padded to the step's longest; its peak memory is S x a run's "
-            f"training step; its evaluations run one run after another in one job; one SLURM submission on one "
-            f"GPU, not packed")
+            f"training step; the evaluations it runs (the theory's GPT runs) one run after another; one SLURM "
+            f"submission on one GPU, not packed")
 
 
-def stack_choice(config: dict, per_run: list[Job], gpu: Profile, cpu: Profile, retries: int,
-                 dp_efficiency: float, packing, out=print) -> dict:
-    """Where the largest stack that fits the GPU (``stacks.largest_fit``) is larger than a
-    slice's configured ``stack``: print it, with the GPU-hours the config would take with it."""
-    from sparselen.packing import jobs_per_gpu
-
+def stack_choice(config: dict, jobs: list[Job], gpu: Profile, out=print) -> dict:
+    """Where the largest stack that fits the GPU (``stacks.largest_fit``) differs from a slice's
+    configured ``stack``: print it, with the stack jobs' GPU-hours with it and as configured."""
     if not gpu.memory_bytes:
         return {}
     now = stacks.configured(config)
-    fit = stacks.largest_fit(config, per_run, gpu.usable_bytes)
-    best = {s: size for s, (size, _) in fit.items() if size > now.get(s, 1)}
+    fit = stacks.largest_fit(jobs, gpu.usable_bytes)
+    best = {s: size for s, (size, _) in fit.items() if size != now.get(s, 1)}
     if not best:
         return {}
-    df = estimate(config, stacks.stack(config, per_run, {**now, **best}), gpu, cpu, retries, dp_efficiency)
-    hours = packing_table(df, submissions(df, retries, jobs_per_gpu(config), float(config.get("checkpoint_minutes", 0))))
+    sizes = {s: now.get(s, 1) for s in best}
     out(f"\nStacks: the largest that fit the GPU's {gpu.usable_bytes / GiB:.1f} GiB (up to a cell's seeds; "
         f"sparselen.stacked, docs/gpu.md):")
     for s, size in best.items():
         peak = fit[s][1]
-        out(f"  {stacks.key(s)}: {size} (now {now.get(s, 1)}): predicted peak {peak.bytes / GiB:.2f} GiB ({peak.what})")
-    out(f"  With them: {hm(hours['gpu_hours'].iloc[1])} GPU-hours instead of {hm(packing['gpu_hours'].iloc[1])}")
+        out(f"  {stacks.key(s)}: {size} (now {sizes[s]}): predicted peak {peak.bytes / GiB:.2f} GiB ({peak.what})")
+    with_them = stacks.training_hours(jobs, best, gpu)
+    out(f"  With them: {hm(with_them)} GPU-hours of these slices' training jobs instead of "
+        f"{hm(stacks.training_hours(jobs, sizes, gpu))}")
     return best
 
 

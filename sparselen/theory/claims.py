@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from sparselen.calibration import power
+from sparselen.theory import sfa_seeds
 from sparselen.stats import DIFFERENCE, binomial_noise, margin_range, ratio_noise, t_interval, welch_interval
 from sparselen.verdicts import (FAILS, FIT, INCONCLUSIVE, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide,
                                 gate_result, interval_result, verdict_result)
@@ -77,7 +78,8 @@ def _fitted(g: pd.DataFrame, dist: str, name: str, control: bool = False) -> tup
         return fitted, None
     if len(runs) < MIN_FITTED_RUNS:
         return fitted, gate_result(name, f"{len(runs)} {dist} run{'s' * (len(runs) != 1)} (a verdict needs "
-                                   f"{MIN_FITTED_RUNS} fitted)", "more training seeds (theory.seeds)", control)
+                                   f"{MIN_FITTED_RUNS} fitted)",
+                           "more training seeds (theory.seeds; the idealized model's: theory.sfa_seeds)", control)
     return fitted, gate_result(name, f"the {dist} runs did not fit at Lbar = L ({len(fitted)} of {len(runs)})",
                                "train the theory model longer (theory.gpt.train, theory.sfa)", control)
 
@@ -218,21 +220,29 @@ def _t2_design(section: dict) -> str:
     return _seeds(section, "T2")
 
 
-def _groups(section: dict, claim: str) -> int:
-    """T1: the GPT's k >= 2; T2: every (model, k) on the local law."""
+def _models(section: dict, claim: str) -> dict[str, tuple[int, int]]:
+    """Per model, (its seeds, its groups) in ``claim`` (T1: the GPT's k >= 2; T2: every (model,
+    k) on the local law): each group counts its own model's seeds (theory.seeds for the GPT,
+    ``sfa_seeds`` for the idealized model)."""
+    gpt = len(section["seeds"])
     if claim == "T1":
-        return sum(k >= 2 for k in section["gpt"]["k"])
-    return len(section["k"]) + len(section["gpt"]["k"])
+        return {"GPT": (gpt, sum(k >= 2 for k in section["gpt"]["k"]))}
+    return {"SFA": (len(sfa_seeds(section)), len(section["k"])), "GPT": (gpt, len(section["gpt"]["k"]))}
 
 
 def _seeds(section: dict, claim: str) -> str:
     """"" when the config's seeds give ``claim`` its power at the measured spread over its groups."""
-    return power.design(claim, len(section["seeds"]), _groups(section, claim), section["eval"]["n"], "(model, k)")
+    models, samples = _models(section, claim), section["eval"]["n"]
+    if len({count for count, _ in models.values()}) == 1:  # one count: "runs N", as a slice of one model
+        (count, _), groups = next(iter(models.values())), sum(g for _, g in models.values())
+        return power.design(claim, count, groups, samples, "(model, k)")
+    return power.models_design(claim, models, samples, "(model, k)")
 
 
 def _power(claim: str):
-    return lambda section: power.claim_power(claim, len(section["seeds"]), _groups(section, claim),
-                                             section["eval"]["n"])
+    return lambda section: power.groups_power(
+        claim, tuple(count for count, groups in _models(section, claim).values() for _ in range(groups)),
+        section["eval"]["n"])
 
 
 CLAIMS = (

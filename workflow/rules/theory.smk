@@ -1,17 +1,19 @@
 # The theory, made runnable (docs/theory.md): one job per (model, distribution, k, seed), or
 # for the GPT runs per (distribution, k) and chunk of theory.stack seeds, trains on lengths
 # <= L and evaluates up to Lbar -> table of errors and slopes -> figure.
+import sparselen.theory
 import sparselen.theory.memory
 
 THEORY = config["theory"]
 THEORY_DIR = "results/theory"
 THEORY_SFA_RUN = f"{THEORY_DIR}/sfa/{{distribution}}/k{{k}}/seed{{seed}}"
 THEORY_GPT_RUN = f"{THEORY_DIR}/gpt/{{distribution}}/k{{k}}/seed{{seed}}"
+# The SFA runs' seeds: theory.sfa_seeds, else theory.seeds (sparselen.theory.sfa_seeds).
 THEORY_RUNS = expand(
     THEORY_SFA_RUN,
     distribution=THEORY["distributions"],
     k=THEORY["k"],
-    seed=training_seeds(THEORY),
+    seed=training_seeds({"seeds": sparselen.theory.sfa_seeds(THEORY)}),
 ) + expand(
     THEORY_GPT_RUN,
     distribution=THEORY["distributions"],
