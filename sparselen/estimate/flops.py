@@ -83,8 +83,9 @@ class Term:
 class Work:
     terms: list = field(default_factory=list)
     units: dict = field(default_factory=dict)
-    # the part a killed attempt keeps, for resubmission arithmetic: its terms' kinds, its units
-    # (training steps, the analysis's searches) and how many units a checkpoint holds
+    # the part a killed attempt keeps, for resubmission arithmetic: its terms' kinds or units'
+    # names, its units of progress (training steps, the analysis's searches, tokenization's
+    # chunks) and how many of them a checkpoint holds
     resumable: tuple = ("train",)
     train_steps: int = 0
     checkpoint_every: int = 0
@@ -189,5 +190,8 @@ def seconds(work: Work, profile: Profile) -> dict:
     if work.model_job:
         units["model_job"] = units.get("model_job", 0.0) + 1
     for name, amount in units.items():
-        total += amount * profile.units.get(name, UNITS.get(name, 0.0))
+        s = amount * profile.units.get(name, UNITS.get(name, 0.0))
+        if name in work.resumable:
+            train += s
+        total += s
     return {"seconds": total, "train_seconds": train, "busy_seconds": busy, "restart_seconds": restart}

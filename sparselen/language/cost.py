@@ -5,6 +5,8 @@ the passes they run."""
 
 from __future__ import annotations
 
+import math
+
 from sparselen import variants
 from sparselen.architectures import model_config
 from sparselen.estimate import memory
@@ -53,8 +55,15 @@ def tokenizer(job, config) -> Work:
 
 def tokens(job, config) -> Work:
     """Encoding over the job's threads (language.tokens_threads; reading and writing are a
-    small serial share, taken as scaling with them)."""
-    return Work(model_job=False).unit("encode_char", corpus_size(config["language"]["corpus"])[1] / job.threads)
+    small serial share, taken as scaling with them). Resumable: a killed attempt keeps every
+    chunk it finished (``sparselen.language.encoding``)."""
+    from sparselen.language.encoding import CHUNK_CHARS
+
+    chars = corpus_size(config["language"]["corpus"])[1]
+    w = Work(model_job=False).unit("encode_char", chars / job.threads)
+    w.resumable, w.checkpoint_every = ("encode_char",), 1
+    w.train_steps = max(1, math.ceil(chars / (CHUNK_CHARS * job.threads)))
+    return w
 
 
 def token_files(job, config) -> Work:

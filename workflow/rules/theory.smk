@@ -77,6 +77,9 @@ rule theory_run_sfa:
         "logs/theory/sfa/{distribution}_k{k}_seed{seed}.log",
     benchmark:
         "results/benchmarks/theory/sfa/{distribution}_k{k}_seed{seed}.tsv"
+    # the longest single jobs of paper.yaml (the nonlocal law at k = 4, hours on one CPU): the
+    # DAG's critical chain (`sparselen estimate`), so they start first
+    priority: 1
     group:
         GROUP_CPU_TRAIN
     conda:
