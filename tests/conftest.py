@@ -102,7 +102,8 @@ def smoke_run(tmp_path_factory):
 # smoke run are one group, so it runs once. The longest groups are handed out first, so the
 # workers finish together (make test passes --no-loadscope-reorder: pytest-xdist would otherwise
 # order the groups by their number of tests, and the two longest could queue on one worker).
-LONGEST_FIRST = ("test_paper_config.py", "smoke", "test_slurm.py", "test_runlock.py")
+LONGEST_FIRST = ("test_paper_config.py", "smoke", "test_slurm.py", "test_calibration.py", "test_estimate.py",
+                 "test_stack_workflow.py", "test_runlock.py")
 
 
 def _group(item) -> str:
