@@ -131,7 +131,7 @@ def theory_growth_line(data: dict, s: Settings, group: str) -> str | None:
         return None
     rmax = max(c[1] for c in runs.columns if isinstance(c, tuple) and c[0] == "loss")
     loss, acc = runs[("loss", 1)].mean(), runs[("acc", 1)].mean()
-    return (f"local law ({group}, {len(runs)} runs fit): log loss {loss:.3f} at L, {runs[('loss', rmax)].mean():.3f} "
+    return (f"local law ({group}, {len(runs)} runs fit): log loss {loss:.2g} at L, {runs[('loss', rmax)].mean():.2g} "
             f"at {rmax:g}L; accuracy {acc:.0%} to {runs[('acc', rmax)].mean():.0%}")
 
 
