@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sparselen.config import SLICES
-from sparselen.report.answer import answer, brief, clip, deciding, state
+from sparselen.report.answer import NOT_DECIDABLE, answer, brief, clip, deciding, state
 from sparselen.report.framing import tag
 from sparselen.report.headline import headline
 from sparselen.stats import Resampling
@@ -89,7 +89,8 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
         row["brief"] = brief(SimpleNamespace(**row), groups)
         if numbers := _headline(c.id, table, settings, groups, row):
             row["answer"], row["brief"] = f"{numbers}: {row['answer']}", clip(numbers)
-        row["answer"] = with_rates(row["answer"], (rates or {}).get(c.id), row["design"])
+        shown = row["design"] if row["state"] == NOT_DECIDABLE else ""  # a reason that names the power
+        row["answer"] = with_rates(row["answer"], (rates or {}).get(c.id), shown)
         row["tag"] = tag(c.slice, groups)
         rows.append(row)
         rows.extend({**base, **r.__dict__} for r in results)
