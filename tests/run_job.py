@@ -1,5 +1,6 @@
 """Run one workflow step in a process of its own, as Snakemake's `script:` would (tests kill
-it): ``python tests/run_job.py '<json: Job.of keyword arguments, with "rule">'``."""
+it): ``python tests/run_job.py '<json: Job.of keyword arguments, with "rule" and optionally
+"threads", the job's CPUs>'``."""
 
 import json
 import logging
@@ -12,4 +13,8 @@ from sparselen.jobs import Job, run  # noqa: E402
 
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 spec = json.loads(sys.argv[1])
-run(Job.of(spec.pop("rule"), **spec))
+threads = spec.pop("threads", None)
+job = Job.of(spec.pop("rule"), **spec)
+if threads is not None:
+    job.threads = threads
+run(job)
