@@ -101,6 +101,17 @@ def planted_control(deps: pd.DataFrame, s: Settings) -> Result:
     return Result("planted", med, lo, hi, HOLDS, reason)
 
 
+def short_pose(transfer: pd.DataFrame) -> tuple[int, pd.DataFrame]:
+    """The PoSE model trained at the short context L2 reads: (that context, its token rows)."""
+    short = transfer["context"].min()
+    return short, transfer[(transfer["context"] == short) & (transfer["scheme"] == "pose")]
+
+
+def with_sparsity(tokens: pd.DataFrame, deps: pd.DataFrame, s: Settings) -> pd.DataFrame:
+    """``tokens`` with greedy's sparsity label (and the reference's benefit) of each."""
+    return tokens.merge(token_sparsity(deps, s.facts["sparse_share"]), on=TOKEN)
+
+
 def language_sparse_generalizes(data: dict, s: Settings) -> list[Result]:
     """L2: for the PoSE model trained at the short context, the long-context gain normalised by
     the reference's benefit is larger on sparse tokens than on dense ones at equal benefit (the
@@ -109,15 +120,13 @@ def language_sparse_generalizes(data: dict, s: Settings) -> list[Result]:
     gate = language_benefit(data["screen"], s)
     if gate.verdict != HOLDS:
         return [gate]
-    transfer = data["transfer"]
-    short = transfer["context"].min()
-    model = transfer[(transfer["context"] == short) & (transfer["scheme"] == "pose")]
+    short, model = short_pose(data["transfer"])
     if model.empty:
         return [gate_result("pose", "no PoSE model trained at the short context", "add pose to language.schemes.short")]
     control = planted_control(data["deps"], s)
     if control.verdict != HOLDS:
         return [gate_result("pose", f"{control.reason}; so greedy's sparsity labels are not read", control.resolve)]
-    tokens = model.merge(token_sparsity(data["deps"], s.facts["sparse_share"]), on=TOKEN)
+    tokens = with_sparsity(model, data["deps"], s)
     sparse = tokens["sparse"].to_numpy(bool)
     n_sparse, n_dense = int(sparse.sum()), int((~sparse).sum())
     if min(n_sparse, n_dense) < MIN_GROUP_TOKENS:

@@ -89,8 +89,8 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
         row["brief"] = brief(SimpleNamespace(**row), groups)
         if numbers := _headline(c.id, table, settings, groups, row):
             row["answer"], row["brief"] = f"{numbers}: {row['answer']}", clip(numbers)
-        shown = row["design"] if row["state"] == NOT_DECIDABLE else ""  # a reason that names the power
-        row["answer"] = with_rates(row["answer"], (rates or {}).get(c.id), shown)
+        named = row["state"] == NOT_DECIDABLE and "power" in row["design"]  # the reason gives the power
+        row["answer"] = with_rates(row["answer"], (rates or {}).get(c.id), power=not named)
         row["tag"] = tag(c.slice, groups)
         rows.append(row)
         rows.extend({**base, **r.__dict__} for r in results)
@@ -133,12 +133,12 @@ def error_rates(sections: dict, claims=CLAIMS, table: dict | None = None) -> dic
     return out
 
 
-def with_rates(answer: str, rates: dict | None, design: str) -> str:
-    """The answer line, then its error rates as a sentence; the power is left out where the
-    design's own reason already names it."""
+def with_rates(answer: str, rates: dict | None, power: bool = True) -> str:
+    """The answer line, then its error rates as a sentence (without the power where the line
+    already gives it)."""
     if not rates:
         return answer
-    parts = [rates["false_holds"]] + ([] if "power" in str(design) else [rates["power"]])
+    parts = [rates["false_holds"]] + ([rates["power"]] if power else [])
     return f"{str(answer).rstrip('.')}. Error rates: {'; '.join(parts)}"
 
 

@@ -41,13 +41,17 @@ def ppc_line(data: dict, s: Settings, group: str, schemes: tuple[str, ...]) -> s
     return f"{values} exact match at {where}; {runs} fitted runs"
 
 
+def theory_group(runs: pd.DataFrame, group: str) -> pd.DataFrame:
+    """The rows of a theory group ("sfa k=2", or "gpt k=3: ...")."""
+    model, _, k = str(group).partition(" k=")
+    return runs[(runs["model"] == model) & (runs["k"].astype(str) == k.split(":")[0])]
+
+
 def theory_line(data: dict, s: Settings, group: str) -> str | None:
     """T1's group ("sfa k=2"): mean accuracy of the fitted runs of each law at the largest
     Lbar/L, and how many runs of each law fit (local and coupled decide; nonlocal is the
     reference)."""
-    runs = data["evals"]
-    model, _, k = str(group).partition(" k=")
-    mine = runs[(runs["model"] == model) & (runs["k"].astype(str) == k.split(":")[0])]
+    mine = theory_group(data["evals"], group)
     if mine.empty:
         return None
     acc = mine.assign(acc=1 - mine["error"]).pivot_table(index=["distribution", "seed"], columns="ratio",
@@ -115,21 +119,19 @@ def parity_fall_line(data: dict, s: Settings, group: str) -> str | None:
         return None
     rates = cells.assign(rate=fall_rate(cells, train_max, lengths)).groupby("k_test")["rate"].mean()
     values = ", ".join(f"k={k} {r:.0%}" for k, r in rates.items())
-    return (f"K_train={K}, 2l = {lengths[0]:g}-{lengths[-1]:g}: margin lost per doubling of length, {values}")
+    return f"K_train={K}, 2l = {lengths[0]:g}-{lengths[-1]:g}: margin lost per doubling of length, {values}"
 
 
 def theory_growth_line(data: dict, s: Settings, group: str) -> str | None:
     """T2's group: the local law's mean loss and accuracy at L and at the largest Lbar/L over
     its fitted runs."""
-    from sparselen.theory.claims import per_run
+    from sparselen.theory.claims import evaluated_ratios, per_run
 
-    model, _, k = str(group).partition(" k=")
-    table = per_run(data["evals"], s)
-    runs = table[(table["model"] == model) & (table["k"].astype(str) == k.split(":")[0]) & (table["distribution"] == "local")
-                 & table["fit"]]
+    table = theory_group(per_run(data["evals"], s), group)
+    runs = table[(table["distribution"] == "local") & table["fit"]]
     if runs.empty:
         return None
-    rmax = max(c[1] for c in runs.columns if isinstance(c, tuple) and c[0] == "loss")
+    rmax = max(evaluated_ratios(runs, "loss"))
     loss, acc = runs[("loss", 1)].mean(), runs[("acc", 1)].mean()
     return (f"local law ({group}, {len(runs)} runs fit): log loss {loss:.2g} at L, {runs[('loss', rmax)].mean():.2g} "
             f"at {rmax:g}L; accuracy {acc:.0%} to {runs[('acc', rmax)].mean():.0%}")
@@ -152,12 +154,9 @@ def language_recovered_line(data: dict, s: Settings, group: str) -> str | None:
 def language_gain_line(data: dict, s: Settings, group: str) -> str | None:
     """L2: the PoSE model's mean long-context gain over the reference's benefit, sparse tokens
     against dense ones (unadjusted: the verdict compares them at equal benefit)."""
-    from sparselen.language.claims import TOKEN, token_sparsity
+    from sparselen.language.claims import short_pose, with_sparsity
 
-    transfer, deps = data["transfer"], data["deps"]
-    short = transfer["context"].min()
-    model = transfer[(transfer["context"] == short) & (transfer["scheme"] == "pose")]
-    tokens = model.merge(token_sparsity(deps, s.facts["sparse_share"]), on=TOKEN)
+    tokens = with_sparsity(short_pose(data["transfer"])[1], data["deps"], s)
     if tokens.empty:
         return None
     x = tokens["gain"] / tokens["ref_benefit"]

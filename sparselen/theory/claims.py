@@ -47,7 +47,8 @@ def per_run(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
     return wide.assign(fit=wide[("acc", 1)] >= FIT, chance=1 / runs.groupby(key)["n_values"].first()).reset_index()
 
 
-def _ratios(table: pd.DataFrame, kind: str) -> list:
+def evaluated_ratios(table: pd.DataFrame, kind: str) -> list:
+    """The Lbar/L ratios a ``per_run`` table has columns of ``kind`` ("acc", "loss", "n") at."""
     return sorted(c[1] for c in table.columns if isinstance(c, tuple) and c[0] == kind)
 
 
@@ -111,7 +112,7 @@ def theory_coupling(data: dict, s: Settings) -> list[Result]:
     for (model, k), g in table.groupby(["model", "k"], sort=True):
         if k < 2:
             continue  # the three laws coincide at k = 1
-        name, rmax, check = f"{model} k={k}", max(_ratios(g, "acc")), model != DECIDES_T1
+        name, rmax, check = f"{model} k={k}", max(evaluated_ratios(g, "acc")), model != DECIDES_T1
         local, gate = _fitted(g, "local", name, check)
         reference = _versus_local(g, "nonlocal", local, gate, f"{name}: nonlocal (reference)", rmax, control=True)
         shown = f"{name} ({IMPLEMENTATION_CHECK})" if check else name
@@ -147,7 +148,7 @@ def _coupled_versus_local(g: pd.DataFrame, local: pd.DataFrame, gate: Result | N
 def growth_exponents(runs: pd.DataFrame) -> pd.Series:
     """Per run, the exponent b of its loss's growth, loss ~ (Lbar/L)^b: the least-squares slope
     of log loss on log(Lbar/L) over every evaluated Lbar/L."""
-    ratios = _ratios(runs, "loss")
+    ratios = evaluated_ratios(runs, "loss")
     x = np.log(np.asarray(ratios, dtype=float))
     y = np.log(runs[[("loss", r) for r in ratios]].to_numpy(float))
     x = x - x.mean()
@@ -169,7 +170,7 @@ def theory_local(data: dict, s: Settings) -> list[Result]:
         if gate:
             out.append(gate)
             continue
-        rmax = max(_ratios(g, "acc"))
+        rmax = max(evaluated_ratios(g, "acc"))
         k_mean, k_lo, k_hi = kept_interval(runs, rmax)
         margin = decide(k_lo, k_hi, RETAINED)
         at_floor = runs[("loss", 1)] <= floor
