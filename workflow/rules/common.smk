@@ -126,8 +126,9 @@ resource_scopes:
 
 # A stack's step costs about one run's until the GPU is busy: a small model's run uses a few
 # percent of a GPU's arithmetic, launch-bound (docs/gpu.md, "Packing"), so 8 runs of the most
-# arithmetic-bound at the estimate's utilization 0.4 take about one run's time. A stack job's time limit is the per-run runtime per started 8 runs; a
-# stack that outlasts it resumes from its runs' checkpoints in the next attempt.
+# arithmetic-bound at the estimate's utilization 0.4 take about one run's time. A stack job's
+# time limit is the per-run runtime per started 8 runs; a stack that outlasts it resumes from
+# its runs' checkpoints in the next attempt.
 STACK_RUNS_PER_RUNTIME = 8
 
 
