@@ -104,7 +104,8 @@ def per_run_rule(rule: str) -> str:
 
 def step_function(rule: str):
     """``parity_train`` -> ``sparselen.parity.jobs.train``; a stack rule's ->
-    ``sparselen.stacked.run_stack``, which trains its runs as one model."""
+    ``sparselen.stacked.run_stack``, which trains its runs as one model or evaluates them one
+    after another."""
     if per_run_rule(rule) != rule:
         from sparselen.stacked import run_stack
 

@@ -23,7 +23,11 @@ round, and nothing downstream sees a difference; a summary adds ``stacked_runs``
 checkpoints stand at different steps (a kill between two runs' checkpoint writes) train as
 separate stacks, one per step. A step takes micro-steps of ``micro_batch`` rows of every run
 where the slice sets one; data parallelism is not used in a stack.
-Log rows' throughput is each run's: its tokens (and FLOPs) over the stack's time.
+Log rows' throughput is each run's: its tokens (and FLOPs) over the stack's time. On CUDA a
+worker process draws the runs' batches a few steps ahead of the device (``step_batches``).
+
+An evaluation stack (parity, PPC) evaluates its runs one after another in one process, each
+with its rule's per-run step, on the stack job's device: one start-up for all.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import importlib
 import itertools
 import json
 import logging
+import sys
 import time
 from types import SimpleNamespace
 from typing import Callable
@@ -61,16 +66,26 @@ log = logging.getLogger(__name__)
 # Per-run rules whose job evaluates its model after training: the step a stack job of theirs
 # runs for each of its runs once the stack is trained, with (run's job, device).
 EVALUATE_AFTER_TRAINING = {"theory_run_gpt": ("sparselen.theory.jobs", "evaluate_gpt")}
+# Per-run evaluation rules: a stack job of theirs evaluates its runs one after another in one
+# process on one device (one start-up instead of one per run), each with its rule's step.
+EVALUATIONS = {"parity_evaluate": "sparselen.parity.jobs", "ppc_evaluate": "sparselen.ppc.jobs"}
 
 
-def run_stack(job) -> list[dict]:
+def run_stack(job) -> list[dict] | None:
     """A stack rule's job (a slice's ``stack`` knob, workflow/rules/common.smk): its runs'
-    jobs (``run_jobs``) trained as one stack on the stack job's device and GPU share, then
-    each run evaluated where its own rule does so in its training job."""
+    jobs (``run_jobs``) on the stack job's device and GPU share. An evaluation stack evaluates
+    each run with its rule's step; a training stack trains its runs as one stack, then
+    evaluates each run where its own rule does so in its training job."""
     jobs, shared = run_jobs(job), runtime(job)
+    rule = jobs[0].rule
+    if rule in EVALUATIONS:
+        evaluate = getattr(importlib.import_module(EVALUATIONS[rule]), rule.partition("_")[2])
+        for run_job in jobs:
+            evaluate(run_job, shared.device)
+        return None
     summaries = train_jobs(jobs, shared)
-    if jobs[0].rule in EVALUATE_AFTER_TRAINING:
-        module, name = EVALUATE_AFTER_TRAINING[jobs[0].rule]
+    if rule in EVALUATE_AFTER_TRAINING:
+        module, name = EVALUATE_AFTER_TRAINING[rule]
         evaluate = getattr(importlib.import_module(module), name)
         for run_job in jobs:
             evaluate(run_job, shared.device)
@@ -80,17 +95,26 @@ def run_stack(job) -> list[dict]:
 def run_jobs(job) -> list[Job]:
     """The jobs of a stack job's runs, as their own rule (``sparselen.jobs.per_run_rule``)
     would hand them over: run i of param ``stack_seeds`` gets the i-th file of each named
-    output and of param ``checkpoint``, the other params, and the stack's wildcards plus its
-    ``seed``; the stack's log, resources, threads and config."""
+    output, of each named input that lists one file per run (the others are every run's) and
+    of param ``checkpoint`` (a training stack's), the other params, and the stack's wildcards
+    plus its ``seed``; the stack's log, resources, threads and config."""
     params, outputs = named(job.params), {k: list(v) for k, v in named(job.output).items()}
-    seeds, checkpoints = list(params.pop("stack_seeds")), list(params.pop("checkpoint"))
-    sizes = {name: len(files) for name, files in {**outputs, "checkpoint": checkpoints}.items()}
+    inputs = named(job.input)
+    seeds = list(params.pop("stack_seeds"))
+    per_run = {**outputs, **{k: list(v) for k, v in inputs.items() if not isinstance(v, str)}}
+    if "checkpoint" in params:
+        per_run["checkpoint"] = list(params.pop("checkpoint"))
+    sizes = {name: len(files) for name, files in per_run.items()}
     if any(n != len(seeds) for n in sizes.values()):
-        raise ValueError(f"rule {job.rule}: {len(seeds)} stack_seeds {seeds} but files per output {sizes}")
+        raise ValueError(f"rule {job.rule}: {len(seeds)} stack_seeds {seeds} but files per run {sizes}")
+    shared = {k: v for k, v in inputs.items() if isinstance(v, str)}
     wildcards = named(job.wildcards)
-    return [Job(per_run_rule(job.rule), SimpleNamespace(),
-                SimpleNamespace(**{name: files[i] for name, files in outputs.items()}),
-                SimpleNamespace(**params, checkpoint=checkpoints[i]),
+
+    def files(names, i):
+        return {name: per_run[name][i] for name in names if name in per_run}
+
+    return [Job(per_run_rule(job.rule), SimpleNamespace(**shared, **files(inputs, i)),
+                SimpleNamespace(**files(outputs, i)), SimpleNamespace(**params, **files(["checkpoint"], i)),
                 SimpleNamespace(**wildcards, seed=str(seed)), list(job.log), named(getattr(job, "resources", {})),
                 job.threads, job.config)
             for i, seed in enumerate(seeds)]
@@ -112,9 +136,10 @@ def train_jobs(jobs, shared: Runtime | None = None) -> list[dict]:
 
 
 def train_stack(model_cfg: ModelConfig, cfgs: list[TrainConfig], batch_fns: list[Callable[[int], Batch]],
-                runs: list[Run]) -> list[dict]:
+                runs: list[Run], prefetch: int | None = None) -> list[dict]:
     """Train each run (``cfgs[i]``, ``batch_fns[i]``, ``runs[i]``) to ``cfgs[i].steps`` as
-    ``sparselen.train.train`` would, all in one model; returns their summaries in order."""
+    ``sparselen.train.train`` would, all in one model; returns their summaries in order.
+    ``prefetch``: as ``_train_group``'s."""
     check_recipe(cfgs)
     device = runs[0].runtime.device
     arch = json.loads(json.dumps(model_cfg.to_dict()))
@@ -125,7 +150,8 @@ def train_stack(model_cfg: ModelConfig, cfgs: list[TrainConfig], batch_fns: list
     for step, members in itertools.groupby(sorted(range(len(runs)), key=at_step), key=at_step):
         members = list(members)
         done = _train_group(model_cfg, [cfgs[i] for i in members], [batch_fns[i] for i in members],
-                            [runs[i] for i in members], [states[i] for i in members], step, arch, device)
+                            [runs[i] for i in members], [states[i] for i in members], step, arch, device,
+                            prefetch)
         for i, summary in zip(members, done):
             summaries[i] = summary
     return summaries
@@ -143,8 +169,10 @@ def check_recipe(cfgs: list[TrainConfig]) -> None:
                              f"differs from seed {cfgs[0].seed} in {differ}")
 
 
-def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -> list[dict]:
-    """Runs that all stand at ``step`` (their checkpoints ``states``, None at step 0)."""
+def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device, prefetch=None) -> list[dict]:
+    """Runs that all stand at ``step`` (their checkpoints ``states``, None at step 0).
+    ``prefetch``: steps whose batches are drawn ahead (``step_batches``; None: PREFETCH_STEPS
+    for a stack on CUDA, else 0)."""
     cfg, runtime, S = cfgs[0], runs[0].runtime, len(runs)
     cuda = device.type == "cuda"
     if cuda:
@@ -183,8 +211,8 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
     flops_per_token = {}
     tokens_since, flops_since, tokens_run, flops_run = [0] * S, [0.0] * S, [0] * S, [0.0] * S
     t_start = t_last = t_saved = time.perf_counter()
-    while step < cfg.steps:
-        batches = [apply_position_scheme(fn(step), model_cfg, c, step) for fn, c in zip(batch_fns, cfgs)]
+    ahead = (PREFETCH_STEPS if cuda and S > 1 else 0) if prefetch is None else prefetch
+    for batches in step_batches(model_cfg, cfgs, batch_fns, step, cfg.steps, ahead):
         lr = sched.get_last_lr()[0]
         losses, parts = train_step(fwd, model, opt, sched, batches, cfg, device)
         step += 1
@@ -224,6 +252,39 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
         write_outputs(run.files, run_state(model_sd, s), model_cfg, prov, rows[s], summary)
         summaries.append(summary)
     return summaries
+
+
+class StepBatches(torch.utils.data.IterableDataset):
+    """Per step from ``start`` to ``stop`` - 1, the runs' batches with their position schemes
+    applied: each a function of its run's seed and the step alone (``batch_fn(step)``, PoSE's
+    ``generator("pose", seed, step)``), so where they are drawn changes no number."""
+
+    def __init__(self, model_cfg: ModelConfig, cfgs: list[TrainConfig], batch_fns: list[Callable[[int], Batch]],
+                 start: int, stop: int):
+        super().__init__()
+        self.model_cfg, self.cfgs, self.batch_fns, self.start, self.stop = model_cfg, cfgs, batch_fns, start, stop
+
+    def __iter__(self):
+        for step in range(self.start, self.stop):
+            yield [apply_position_scheme(fn(step), self.model_cfg, c, step) for fn, c in zip(self.batch_fns, self.cfgs)]
+
+
+# Steps a CUDA stack's batches are drawn ahead of its device: drawing S runs' batches on the
+# host takes about as long as the stack's step on the GPU (docs/gpu.md, "Stacks"), so a worker
+# process draws them while the GPU computes.
+PREFETCH_STEPS = 4
+
+
+def step_batches(model_cfg: ModelConfig, cfgs: list[TrainConfig], batch_fns: list[Callable[[int], Batch]],
+                 start: int, stop: int, ahead: int = 0):
+    """``StepBatches`` in this process, or with ``ahead`` > 0 in one forked worker process
+    (``torch.utils.data.DataLoader``) up to ``ahead`` steps ahead (Linux; elsewhere in this
+    process)."""
+    data = StepBatches(model_cfg, cfgs, batch_fns, start, stop)
+    if not ahead or not sys.platform.startswith("linux") or start >= stop:
+        return iter(data)
+    return iter(torch.utils.data.DataLoader(data, batch_size=None, num_workers=1, prefetch_factor=ahead,
+                                            multiprocessing_context="fork"))
 
 
 def train_step(fwd, model, opt, sched, batches: list[Batch], cfg: TrainConfig, device: torch.device):

@@ -581,8 +581,9 @@ def parity_stacks(tmp_path_factory):
 def test_a_stack_job_is_priced_as_its_runs_in_one_job(capsys, parity_stacks):
     """parity.stack 3 on an H100: each stack rule's job is priced as its chunk's runs in one job
     (start-up and compilation once, more than one run, less than its runs alone, at least their
-    FLOPs, S x a run's training step), evaluations stay one job per run, and the tables show
-    the runs per job; the estimate offers the largest stack that fits, a cell's seven."""
+    FLOPs, S x a run's training step), an evaluation stack as its runs' evaluations after one
+    start-up, and the tables show the runs per job; the estimate offers the largest stack that
+    fits, a cell's seven."""
     gpu, cpu = profiles.resolve("h100", 0.4, None)
     files, jobs = parity_stacks[3]
     _, per_run = parity_stacks[1]
@@ -591,7 +592,12 @@ def test_a_stack_job_is_priced_as_its_runs_in_one_job(capsys, parity_stacks):
     assert {j.dag.rule for j in parity} == {f"parity_train_stack{i}" for i in range(3)}
     assert sorted(j.work.runs for j in parity) == [1] * cells + [3] * 2 * cells
     assert {j.dag.wildcards.seeds for j in parity} == {"0-2", "3-5", "6"}
-    assert {j.work.runs for j in jobs if j.dag.rule == "parity_evaluate"} == {1}
+    evaluations = [j for j in jobs if j.dag.rule.startswith("parity_evaluate")]
+    assert sorted(j.work.runs for j in evaluations) == [1] * cells + [3] * 2 * cells
+    alone = next(j for j in per_run if j.dag.rule == "parity_evaluate")
+    three = next(j for j in evaluations if j.work.runs == 3)
+    e1, e3 = flops.seconds(alone.work, gpu)["seconds"], flops.seconds(three.work, gpu)["seconds"]
+    assert e3 == pytest.approx(3 * e1 - 2 * gpu.job_s) and three.work.flops == pytest.approx(3 * alone.work.flops)
     one = next(j for j in per_run if j.dag.rule == "parity_train")
     stack = next(j for j in parity if j.work.runs == 3)
     t1, t3 = flops.seconds(one.work, gpu), flops.seconds(stack.work, gpu)
@@ -676,3 +682,23 @@ def test_the_memory_model_predicts_a_stacks_training_step():
         assert 0.7 < predicted / t.peak < 1.3, (stack, predicted / t.peak)
         peaks[stack] = t.peak
     assert peaks[4] > 3 * peaks[1]
+
+
+def test_a_gpu_stack_draws_its_batches_beside_the_device_and_a_cpu_stack_after():
+    """A stack's training step on a GPU takes the longer of its device time and its runs'
+    batches drawn on the host (a worker process draws them: sparselen.stacked.step_batches); on
+    a CPU the stack draws them itself, so each further run's batch adds to the step."""
+    from sparselen.estimate.flops import Shape, Term, step_seconds
+
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    shape = Shape.of({"n_layer": 2, "n_head": 2, "d_model": 64, "d_ff": 128}, 8)
+    flop = 3 * shape.forward(8, 20)
+    one = Term("train", 1, flop, 2, 64, rows=8, lengths=(20,), shape=shape)
+    device = step_seconds(one, gpu)
+    for runs in (2, 64, 4096):
+        term = replace(one, flops=runs * flop, runs=runs)
+        device_s = device + (runs - 1) * flop / gpu.rate(64)
+        assert step_seconds(term, gpu) == pytest.approx(max(device_s, runs * gpu.batch_s))
+        assert step_seconds(term, cpu) == pytest.approx(
+            step_seconds(replace(term, runs=1), cpu) + (runs - 1) * cpu.batch_s)
+    assert step_seconds(replace(one, flops=4096 * flop, runs=4096), gpu) == pytest.approx(4096 * gpu.batch_s)

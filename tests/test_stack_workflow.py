@@ -1,6 +1,7 @@
 """A slice's `stack` knob in the DAG: one job trains a chunk of a cell's seeds as one model,
-each run's files at its per-run path with the weights of the run trained alone, and changing
-the knob reruns nothing that is done (real Snakemake runs and dry runs on a tiny config)."""
+each run's files at its per-run path with the weights of the run trained alone, one job
+evaluates the chunk's runs to the rows each run's own evaluation writes, and changing the knob
+retrains nothing (real Snakemake runs and dry runs on a tiny config)."""
 
 import os
 import shutil
@@ -25,9 +26,12 @@ theory: {distributions: [coupled], seeds: [0, 1, 2], gpt: {k: [2]}}
 STACKS = "parity: {stack: 2}\nppc: {stack: 3}\ntheory: {stack: 2}\n"  # chunks [0, 1], [2] and [0, 1, 2]
 RUNS = {"parity": "results/parity/K2/seed{}", "ppc": "results/ppc/variable_assignment/ppc/seed{}",
         "theory": "results/theory/gpt/coupled/k2/seed{}"}
-FILES = {"parity": ("model.pt",), "ppc": ("model.pt",), "theory": ("model.pt", "eval.csv")}
+FILES = {"parity": ("model.pt", "eval.csv"), "ppc": ("model.pt", "eval.csv"), "theory": ("model.pt", "eval.csv")}
 TARGETS = [f"{RUNS[s].format(seed)}/{f}" for s in RUNS for seed in SEEDS for f in FILES[s]]
 TOLERANCE = 5e-5  # tests/test_stacked.py's: float summation order of batched products
+EVALUATION_RULES = {"alone": {"parity_evaluate", "ppc_evaluate"},
+                    "stacked": {"parity_evaluate_stack0", "parity_evaluate_stack1", "ppc_evaluate_stack0"}}
+REEVALUATED = {"alone": EVALUATION_RULES["alone"], "stacked": {"parity_evaluate_stack0", "ppc_evaluate_stack0"}}
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +62,13 @@ def max_weight_diff(a, b) -> float:
 
 
 def test_a_stack_job_writes_each_runs_files_with_the_weights_of_the_run_alone(trained):
-    """One job per chunk (its log and benchmark named by the chunk's seeds), each run's files
-    at its per-run path, weights within TOLERANCE of the per-run job's, the theory's
-    evaluation rows at the same cells with the same numbers to 1e-4."""
+    """One training and one evaluation job per chunk (logs and benchmarks named by the chunk's
+    seeds), each run's files at its per-run path, weights within TOLERANCE of the per-run
+    job's, the theory's evaluation rows at the same cells with the same numbers to 1e-4."""
     alone, stacked = trained["alone"], trained["stacked"]
     for log in ("parity/train/K2_seeds0-1", "parity/train/K2_seeds2-2", "ppc/train/variable_assignment_ppc_seeds0-2",
-                "theory/gpt/coupled_k2_seeds0-1", "theory/gpt/coupled_k2_seeds2-2"):
+                "theory/gpt/coupled_k2_seeds0-1", "theory/gpt/coupled_k2_seeds2-2", "parity/evaluate/K2_seeds0-1",
+                "parity/evaluate/K2_seeds2-2", "ppc/evaluate/variable_assignment_ppc_seeds0-2"):
         assert (stacked / "logs" / f"{log}.log").exists() and (stacked / "results/benchmarks" / f"{log}.tsv").exists()
     for slice_, run in RUNS.items():
         for seed in SEEDS:
@@ -81,12 +86,36 @@ def test_a_stack_job_writes_each_runs_files_with_the_weights_of_the_run_alone(tr
                     assert eb[column].tolist() == pytest.approx(ea[column].tolist(), rel=1e-4, abs=1e-6), column
 
 
-def test_changing_stack_reruns_nothing_that_is_done(trained, configs):
+@pytest.mark.parametrize("slice_", ["parity", "ppc"])
+def test_an_evaluation_stack_writes_each_runs_rows_as_its_own_evaluation(trained, tmp_path, slice_):
+    """Each run's evaluation CSV from its chunk's evaluation job equals, frame for frame, the
+    per-run step's evaluation of the same model file."""
+    import importlib
+
+    from sparselen.jobs import Job
+
+    evaluate = importlib.import_module(f"sparselen.{slice_}.jobs").evaluate
+    params = {"parity": {"batch_tokens": smoke_config()["parity"]["eval"]["batch_tokens"]},
+              "ppc": {"batch_size": smoke_config()["ppc"]["eval"]["batch_size"]}}[slice_]
+    for seed in SEEDS:
+        run = trained["stacked"] / RUNS[slice_].format(seed)
+        out = tmp_path / f"seed{seed}.csv"
+        wildcards = {"task": "variable_assignment", "run": "ppc"} if slice_ == "ppc" else {"K_train": 2}
+        evaluate(Job.of(f"{slice_}_evaluate", input={"model": run / "model.pt", "eval_set": run.parents[1] / "eval_set.pt"},
+                        output={"eval": out}, params=params, wildcards={**wildcards, "seed": seed}))
+        pd.testing.assert_frame_equal(pd.read_csv(run / "eval.csv"), pd.read_csv(out))
+
+
+def test_changing_stack_retrains_nothing(trained, configs):
     """Under Snakemake's default rerun triggers (all of them: mtime, params, input,
-    software-env, code; the shipped profiles use a subset), outputs made per run are done for
-    the stacked config and the other way round."""
-    assert dry_run_jobs(trained["alone"], *TARGETS, configfile=configs["stacked"]) == []
-    assert dry_run_jobs(trained["stacked"], *TARGETS, configfile=configs["alone"]) == []
+    software-env, code; the shipped profiles use a subset), models trained per run are done
+    for the stacked config and the other way round. Evaluations of parity and PPC rerun where a
+    chunk has several runs: an evaluation stack reads all its runs' models, so the input files
+    recorded for its outputs differ from a per-run evaluation's (a chunk of one run reads what a
+    per-run evaluation reads, and is done)."""
+    for done, config in (("alone", "stacked"), ("stacked", "alone")):
+        rules = {rule for rule, _ in dry_run_jobs(trained[done], *TARGETS, configfile=configs[config])}
+        assert rules == REEVALUATED[config], (done, config, rules)
 
 
 def test_a_missing_run_reruns_only_its_stack(trained, configs):
@@ -97,9 +126,11 @@ def test_a_missing_run_reruns_only_its_stack(trained, configs):
         aside = model.with_name("aside.pt")
         shutil.move(model, aside)
         try:
-            assert dry_run_jobs(trained[where], *TARGETS, configfile=configs["stacked"]) == [
-                ("parity_train_stack0", {"K_train": "2"})]
-            assert dry_run_jobs(trained[where], *TARGETS, configfile=configs["alone"]) == [
+            stacked = dry_run_jobs(trained[where], *TARGETS, configfile=configs["stacked"])
+            assert ("parity_train_stack0", {"K_train": "2"}) in stacked
+            assert {rule for rule, _ in stacked} - EVALUATION_RULES["stacked"] == {"parity_train_stack0"}
+            alone = dry_run_jobs(trained[where], *TARGETS, configfile=configs["alone"])
+            assert [job for job in alone if job[0] not in EVALUATION_RULES["alone"]] == [
                 ("parity_train", {"K_train": "2", "seed": "1"})]
         finally:
             shutil.move(aside, model)

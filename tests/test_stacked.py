@@ -2,6 +2,7 @@
 resumes after SIGKILL to the weights of an uninterrupted stack."""
 
 import copy
+import dataclasses
 import importlib
 import json
 
@@ -287,3 +288,23 @@ def test_a_stack_jobs_runs_are_the_jobs_their_own_rule_hands_over(tmp_path):
     with pytest.raises(ValueError, match=r"3 stack_seeds \[3, 4, 5\]"):
         run_jobs(Job.of("parity_train_stack1", output=files, params={**params, "stack_seeds": [3, 4, 5]},
                         wildcards={"K_train": 2}))
+
+
+@pytest.mark.parametrize("kind", ["parity", "ppc"])
+def test_batches_drawn_ahead_in_a_worker_are_the_batches_drawn_in_place(tmp_path, kind):
+    """A CUDA stack draws its runs' batches in a worker process a few steps ahead
+    (``step_batches``): from a resumed step on, every step's batches are the ones the stack
+    draws itself, field for field (PoSE's ids and PPC's coupled ids included)."""
+    from sparselen.stacked import StepBatches, step_batches
+
+    jobs = [as_job(KINDS[kind](tmp_path / str(s), s)) for s in SEEDS]
+    model_cfgs, cfgs, batch_fns = zip(*(importlib.import_module(f"sparselen.{kind}.jobs").training(j) for j in jobs))
+    args = (model_cfgs[0], list(cfgs), list(batch_fns), 3, 9)
+    drawn_ahead = list(step_batches(*args, ahead=3))
+    in_place = list(StepBatches(*args))
+    assert len(drawn_ahead) == len(in_place) == 6
+    for ahead, here in zip(drawn_ahead, in_place):
+        for a, b in zip(ahead, here):
+            for field in dataclasses.fields(b):
+                x, y = getattr(a, field.name), getattr(b, field.name)
+                assert (x is None and y is None) or torch.equal(x, y), field.name

@@ -157,13 +157,19 @@ def aggregate(job=None, config=None) -> Work:
 
 def step_overhead(term: Term, profile: Profile) -> float:
     """Seconds a training step of ``term`` takes beside its FLOPs: the step's own, each pass's
-    per-layer kernel launches, and each further run's batch of a stack."""
-    return profile.step_s + (term.runs - 1) * profile.batch_s + term.passes * term.n_layer * profile.step_layer_s
+    per-layer kernel launches and, on a CPU, each further run's batch of a stack."""
+    host = 0.0 if profile.device == "gpu" else (term.runs - 1) * profile.batch_s
+    return profile.step_s + host + term.passes * term.n_layer * profile.step_layer_s
 
 
 def step_seconds(term: Term, profile: Profile) -> float:
-    """One training step of ``term`` (all its runs, for a stack's): its FLOPs and overheads."""
-    return term.flops / term.calls / profile.rate(term.d_model) + step_overhead(term, profile)
+    """One training step of ``term`` (all its runs, for a stack's): its FLOPs and overheads. A
+    stack on a GPU draws its runs' batches in a worker process while the device computes
+    (``sparselen.stacked.step_batches``): its step takes the longer of the two."""
+    device = term.flops / term.calls / profile.rate(term.d_model) + step_overhead(term, profile)
+    if profile.device == "gpu" and term.runs > 1:
+        return max(device, term.runs * profile.batch_s)
+    return device
 
 
 def seconds(work: Work, profile: Profile) -> dict:
@@ -178,11 +184,10 @@ def seconds(work: Work, profile: Profile) -> dict:
     for t in work.terms:
         flop_s = t.flops / profile.rate(t.d_model)
         busy += flop_s
-        s = flop_s
         if t.kind == "train":
-            s += t.calls * step_overhead(t, profile)
+            s = t.calls * step_seconds(t, profile)
         else:
-            s += t.calls * (profile.call_s + t.n_layer * profile.call_layer_s) * (2 if t.kind == "grad" else 1)
+            s = flop_s + t.calls * (profile.call_s + t.n_layer * profile.call_layer_s) * (2 if t.kind == "grad" else 1)
         if t.kind in work.resumable:
             train += s
         total += s

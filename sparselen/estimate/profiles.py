@@ -2,7 +2,8 @@
 
     seconds = job_s (+ compile_s for a job that trains)
               + sum over terms [ FLOPs / rate(d_model) + calls * (call_s + n_layer * layer_s) ]
-                (a stack's training step: + (runs - 1) * batch_s, its FLOPs those of all its runs)
+                (a stack's training step: its FLOPs those of all its runs; on a GPU at least
+                 runs * batch_s, its batches drawn beside it; on a CPU + (runs - 1) * batch_s)
               + sum over non-model units [ amount * seconds_per_unit ]
     rate(d) = peak_flops * utilization * d / (d + width_half)
 
@@ -102,7 +103,7 @@ UNITS = {
 
 
 # Drawing one run's training batch on the host (its sampler, PoSE ids), which a stack does for
-# each of its runs every step: 0.5 to 0.8 ms for paper.yaml's PPC and parity batches on one
+# each of its runs every step (on a GPU in a worker process, beside the device): 0.5 to 0.8 ms for paper.yaml's PPC and parity batches on one
 # thread of the development machine (docs/gpu.md, "Stacks in the estimate").
 BATCH_S = 8e-4
 
@@ -117,7 +118,8 @@ def gpu_profile(name: str, utilization: float = 0.4, compile: bool = True, cpu: 
     (forward, backward, fused AdamW), 25 per layer and forward pass; ``compile`` fuses a
     training step's to ~40% and costs ``compile_s`` at the start of each training job (the
     trainer compiles; evaluation runs eager). A training step also samples its batch on the CPU
-    and reads the loss (~2 ms); a stack samples each further run's batch (``BATCH_S``). Not
+    and reads the loss (~2 ms); a stack's worker process samples its runs' batches beside the
+    device (``BATCH_S`` each: the step takes the longer of the two). Not
     measured here (no GPU was available): replace them with a
     measured profile (``sparselen pilot``, or benchmarks/calibrate.py --device cuda)."""
     key = GPU_ALIASES.get(name.lower(), name.lower())

@@ -1,16 +1,19 @@
 """Stacks in the estimate: a stack rule's job (``<rule>_stack<i>``: a slice's ``stack: S`` in
-the workflow, workflow/rules/common.smk ``training_rules``) trains the S runs of one cell (the
+the workflow, workflow/rules/common.smk ``stack_rules``) trains the S runs of one cell (the
 seeds of one K_train, (task, run) or (law, k) of the small models) as one model
-(``sparselen.stacked``), priced as one job from one run's price (``price``).
+(``sparselen.stacked``), or evaluates them one after another, priced as one job from one
+run's price (``price``): an evaluation stack pays start-up once and each run's model loading
+and passes.
 
 Such a job pays start-up, compilation and the trainer once; its training step is one step of
 all S runs:
 
-- time: the step's overheads once (``Profile.step_s``, the per-layer launches), each further
-  run's batch drawn on the host (``Profile.batch_s``), and the FLOPs of S runs at the
-  profile's rate, each run's batch padded to the longest of the step's (the expected longest of
-  S draws from the run's equally likely lengths); the evaluations it runs (the theory's GPT
-  runs) one run after another;
+- time: the step's overheads once and the FLOPs of S runs at the profile's rate, each run's
+  batch padded to the longest of the step's (the expected longest of S draws from the run's
+  equally likely lengths), or on a GPU, where longer, the S runs' batches drawn on the host
+  (``Profile.batch_s`` each) by the worker process that draws them beside the device
+  (``sparselen.stacked.step_batches``; on a CPU they add up); the evaluations it runs (the
+  theory's GPT runs) one run after another;
 - memory: S times a run's training step (``memory.stacked``); its evaluations run one run at a
   time, each as alone.
 

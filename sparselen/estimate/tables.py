@@ -370,10 +370,11 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
 def stacks_assumption(config: dict, p: Profile) -> str:
     sizes = ", ".join(f"{stacks.key(s)} {n}" for s, n in stacks.configured(config).items() if n > 1)
     return (f"Stacks ({sizes}; sparselen.stacked): a stack's job starts, compiles and runs the trainer once; its "
-            f"training step pays its overheads once, {p.batch_s * 1e3:.3g} ms to draw each further run's batch, and "
-            f"the FLOPs of all its runs, each batch padded to the step's longest; its peak memory is S x a run's "
-            f"training step; the evaluations it runs (the theory's GPT runs) one run after another; one SLURM "
-            f"submission on one GPU, not packed")
+            f"training step pays its overheads once and the FLOPs of all its runs, each batch padded to the step's "
+            f"longest, or, where longer, {p.batch_s * 1e3:.3g} ms a run to draw their batches in a worker process; its "
+            f"peak memory is S x a run's training step; an evaluation stack evaluates its runs one after another after "
+            f"one start-up, as a training stack of the theory's GPT runs does; one SLURM submission on one GPU, not "
+            f"packed")
 
 
 def stack_choice(config: dict, jobs: list[Job], gpu: Profile, out=print) -> dict:

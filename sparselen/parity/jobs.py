@@ -46,9 +46,10 @@ def train(job) -> dict:
     return train_model(*training(job), Run.of(job))
 
 
-def evaluate(job) -> None:
-    """One model on the shared evaluation set (params.batch_tokens)."""
-    dev = runtime(job).device
+def evaluate(job, device: torch.device | None = None) -> None:
+    """One model on the shared evaluation set (params.batch_tokens), on ``device`` (an
+    evaluation stack's, ``sparselen.stacked.run_stack``) or the job's own."""
+    dev = device or runtime(job).device
     model, prov = load_model(job.input.model, dev)
     cells = torch.load(job.input.eval_set, weights_only=True)["cells"]
     df = evaluate_grid(model, cells, job.params.batch_tokens, dev, K_train=prov["run"]["K_train"], seed=prov["seed"],

@@ -97,11 +97,12 @@ def train(job) -> dict:
     return train_model(*training(job), Run.of(job))
 
 
-def evaluate(job) -> None:
+def evaluate(job, device: torch.device | None = None) -> None:
     """One model by generation on its task's evaluation set (params.batch_size), to its task's
     end-of-response token: the test cells (``split`` test) and the validation cell (``split``
-    validation)."""
-    dev = runtime(job).device
+    validation). ``device``: an evaluation stack's (``sparselen.stacked.run_stack``), else the
+    job's own."""
+    dev = device or runtime(job).device
     model, prov = load_model(job.input.model, dev)
     data = torch.load(job.input.eval_set, weights_only=True)
     labels = {"task": data["task"], "scheme": job.wildcards.run, "seed": prov["seed"]}

@@ -176,23 +176,31 @@ def job_resources(
 
 
 # Stacks (a slice's runtime knob `stack`; docs/gpu.md, "Stacks in the workflow"): with
-# stack: N > 1, a slice has one training rule per chunk of N consecutive seeds instead of its
-# per-(cell, seed) rule. A stack rule keeps the cell's wildcards, names each of its runs' files
-# at its per-run path, passes its runs' rule's params plus the derived `stack_seeds`, and is
-# named `<runs' rule>_stack<i>` (sparselen.jobs runs it through sparselen.stacked.run_stack).
-# It is no part of a run's identity: what Snakemake records per output file (params, input
-# files, code, software environment) is the same either way. Code is the rule's source line
-# of `script:`'s argument, indentation included: each slice defines its rules, per-run or
-# stacks, in one loop over `training_rules`, so that line is one line.
-def training_rules(rule, stack, chunks, files, log, benchmark):
-    """A slice's training rules: its per-run rule ``rule`` (wildcard seed; files ``files``,
-    log and benchmark patterns ``log``, ``benchmark``) when its ``stack`` is 1, else one stack
-    rule per (seeds, wildcard constraints) of ``chunks`` (its seeds' ``seed_chunks``; the
-    constraints limit a chunk to the cells whose seeds it is a chunk of)."""
+# stack: N > 1, a slice has one training rule and one evaluation rule per chunk of N
+# consecutive seeds instead of its per-(cell, seed) rules. A stack rule keeps the cell's
+# wildcards, names each of its runs' files at its per-run path, passes its runs' rule's params
+# plus the derived `stack_seeds`, and is named `<runs' rule>_stack<i>` (sparselen.jobs runs it
+# through sparselen.stacked.run_stack: a training stack as one model, an evaluation stack one
+# run after another in one process). A training stack is no part of a run's identity: what
+# Snakemake records per output file (params, input files, code, software environment) is the
+# same either way. An evaluation stack reads its runs' models, so its outputs' recorded input
+# files differ from a per-run evaluation's: changing `stack` reruns evaluations (seconds of a
+# GPU per run), never a training. Code is the rule's source line of `script:`'s argument,
+# indentation included: each slice defines its rules of a step, per-run or stacks, in one loop
+# over `stack_rules`, so that line is one line.
+def stack_rules(rule, stack, chunks, files, log, benchmark, inputs=None):
+    """A slice's rules of one step: its per-run rule ``rule`` (wildcard seed; outputs
+    ``files``, per-run inputs ``inputs``, log and benchmark patterns ``log``, ``benchmark``)
+    when its ``stack`` is 1, else one stack rule per (seeds, wildcard constraints) of
+    ``chunks`` (its seeds' ``seed_chunks``; the constraints limit a chunk to the cells whose
+    seeds it is a chunk of), whose patterns with ``{seed}`` list the chunk's runs' files.
+    """
+    inputs = inputs or {}
     if stack == 1:
         return [
             SimpleNamespace(
                 name=rule,
+                input=inputs,
                 output=files,
                 log=log,
                 benchmark=benchmark,
@@ -203,13 +211,22 @@ def training_rules(rule, stack, chunks, files, log, benchmark):
                 constraints={},
             )
         ]
+
+    def per_run(patterns, seeds):
+        return {
+            name: (
+                expand(path, seed=seeds, allow_missing=True)
+                if "{seed}" in path
+                else path
+            )
+            for name, path in patterns.items()
+        }
+
     return [
         SimpleNamespace(
             name=f"{rule}_stack{i}",
-            output={
-                name: expand(path, seed=seeds, allow_missing=True)
-                for name, path in files.items()
-            },
+            input=per_run(inputs, seeds),
+            output=per_run(files, seeds),
             log=stack_name(log, seeds),
             benchmark=stack_name(benchmark, seeds),
             group=None,  # one submission on a whole GPU, never behind packed jobs

@@ -1,6 +1,6 @@
-# Sparse parity (docs/reconstruction.md, "Sparse parity"): evaluation set -> train per
-# (K_train, seed), or per K_train and chunk of parity.stack seeds -> evaluate per (K_train,
-# seed) -> table -> figure.
+# Sparse parity (docs/reconstruction.md, "Sparse parity"): evaluation set -> train and
+# evaluate per (K_train, seed), or per K_train and chunk of parity.stack seeds -> table ->
+# figure.
 PARITY = config["parity"]
 PARITY_DIR = "results/parity"
 PARITY_RUN = f"{PARITY_DIR}/K{{K_train}}/seed{{seed}}"
@@ -35,10 +35,15 @@ PARITY_TRAIN = dict(
 )
 
 
-for train_rule in training_rules(
+PARITY_CHUNKS = [
+    (seeds, {}) for seeds in seed_chunks(training_seeds(PARITY), PARITY["stack"])
+]
+
+
+for train_rule in stack_rules(
     "parity_train",
     PARITY["stack"],
-    [(seeds, {}) for seeds in seed_chunks(training_seeds(PARITY), PARITY["stack"])],
+    PARITY_CHUNKS,
     train_outputs(PARITY_RUN),
     "logs/parity/train/K{K_train}_seed{seed}.log",
     "results/benchmarks/parity/train/K{K_train}_seed{seed}.tsv",
@@ -68,27 +73,42 @@ for train_rule in training_rules(
             JOB
 
 
-rule parity_evaluate:
-    input:
-        model=f"{PARITY_RUN}/model.pt",
-        eval_set=rules.parity_eval_data.output.eval_set,
-    output:
-        eval=f"{PARITY_RUN}/eval.csv",
-    log:
-        "logs/parity/evaluate/K{K_train}_seed{seed}.log",
-    benchmark:
-        "results/benchmarks/parity/evaluate/K{K_train}_seed{seed}.tsv"
-    group:
-        GROUP_PACKED_MODEL
-    conda:
-        ENV
-    threads: THREADS
-    resources:
-        **job_resources(runtime=10, packed=True),
-    params:
-        batch_tokens=PARITY["eval"]["batch_tokens"],
-    script:
-        JOB
+for eval_rule in stack_rules(
+    "parity_evaluate",
+    PARITY["stack"],
+    PARITY_CHUNKS,
+    {"eval": f"{PARITY_RUN}/eval.csv"},
+    "logs/parity/evaluate/K{K_train}_seed{seed}.log",
+    "results/benchmarks/parity/evaluate/K{K_train}_seed{seed}.tsv",
+    inputs={
+        "model": f"{PARITY_RUN}/model.pt",
+        "eval_set": rules.parity_eval_data.output.eval_set,
+    },
+):
+
+    rule:
+        name:
+            eval_rule.name
+        input:
+            **eval_rule.input,
+        output:
+            **eval_rule.output,
+        log:
+            eval_rule.log,
+        benchmark:
+            eval_rule.benchmark
+        group:
+            eval_rule.group
+        conda:
+            ENV
+        threads: THREADS
+        resources:
+            **job_resources(runtime=10, packed=eval_rule.packed, runs=eval_rule.runs),
+        params:
+            **eval_rule.extra_params,
+            batch_tokens=PARITY["eval"]["batch_tokens"],
+        script:
+            JOB
 
 
 rule parity_table:

@@ -1,6 +1,6 @@
 # Position coupling and PPC (docs/reconstruction.md, "Position coupling and PPC"): evaluation
-# set per task -> train per (task, run, seed), or per (task, run) and chunk of ppc.stack seeds
-# -> evaluate per (task, run, seed) -> table -> figure.
+# set per task -> train and evaluate per (task, run, seed), or per (task, run) and chunk of
+# ppc.stack seeds -> table -> figure.
 import sparselen.ppc.runs
 import sparselen.ppc.samples
 import sparselen.ppc.tasks
@@ -58,7 +58,7 @@ PPC_TRAIN = dict(
 )
 
 
-for train_rule in training_rules(
+for train_rule in stack_rules(
     "ppc_train",
     PPC["stack"],
     ppc_stacks(),
@@ -93,27 +93,44 @@ for train_rule in training_rules(
             JOB
 
 
-rule ppc_evaluate:
-    input:
-        model=f"{PPC_RUN}/model.pt",
-        eval_set=rules.ppc_eval_data.output.eval_set,
-    output:
-        eval=f"{PPC_RUN}/eval.csv",
-    log:
-        "logs/ppc/evaluate/{task}_{run}_seed{seed}.log",
-    benchmark:
-        "results/benchmarks/ppc/evaluate/{task}_{run}_seed{seed}.tsv"
-    group:
-        GROUP_PACKED_MODEL
-    conda:
-        ENV
-    threads: THREADS
-    resources:
-        **job_resources(runtime=10, packed=True),
-    params:
-        batch_size=PPC["eval"]["batch_size"],
-    script:
-        JOB
+for eval_rule in stack_rules(
+    "ppc_evaluate",
+    PPC["stack"],
+    ppc_stacks(),
+    {"eval": f"{PPC_RUN}/eval.csv"},
+    "logs/ppc/evaluate/{task}_{run}_seed{seed}.log",
+    "results/benchmarks/ppc/evaluate/{task}_{run}_seed{seed}.tsv",
+    inputs={
+        "model": f"{PPC_RUN}/model.pt",
+        "eval_set": rules.ppc_eval_data.output.eval_set,
+    },
+):
+
+    rule:
+        name:
+            eval_rule.name
+        input:
+            **eval_rule.input,
+        output:
+            **eval_rule.output,
+        log:
+            eval_rule.log,
+        benchmark:
+            eval_rule.benchmark
+        wildcard_constraints:
+            **eval_rule.constraints,
+        group:
+            eval_rule.group
+        conda:
+            ENV
+        threads: THREADS
+        resources:
+            **job_resources(runtime=10, packed=eval_rule.packed, runs=eval_rule.runs),
+        params:
+            **eval_rule.extra_params,
+            batch_size=PPC["eval"]["batch_size"],
+        script:
+            JOB
 
 
 rule ppc_table:

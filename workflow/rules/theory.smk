@@ -36,7 +36,7 @@ THEORY_GPT_OUTPUTS = train_outputs(THEORY_GPT_RUN) | {
 }
 
 
-for train_rule in training_rules(
+for train_rule in stack_rules(
     "theory_run_gpt",
     THEORY["stack"],
     [(seeds, {}) for seeds in seed_chunks(training_seeds(THEORY), THEORY["stack"])],
