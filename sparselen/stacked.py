@@ -136,10 +136,9 @@ def train_jobs(jobs, shared: Runtime | None = None) -> list[dict]:
 
 
 def train_stack(model_cfg: ModelConfig, cfgs: list[TrainConfig], batch_fns: list[Callable[[int], Batch]],
-                runs: list[Run], prefetch: int | None = None) -> list[dict]:
+                runs: list[Run]) -> list[dict]:
     """Train each run (``cfgs[i]``, ``batch_fns[i]``, ``runs[i]``) to ``cfgs[i].steps`` as
-    ``sparselen.train.train`` would, all in one model; returns their summaries in order.
-    ``prefetch``: as ``_train_group``'s."""
+    ``sparselen.train.train`` would, all in one model; returns their summaries in order."""
     check_recipe(cfgs)
     device = runs[0].runtime.device
     arch = json.loads(json.dumps(model_cfg.to_dict()))
@@ -150,8 +149,7 @@ def train_stack(model_cfg: ModelConfig, cfgs: list[TrainConfig], batch_fns: list
     for step, members in itertools.groupby(sorted(range(len(runs)), key=at_step), key=at_step):
         members = list(members)
         done = _train_group(model_cfg, [cfgs[i] for i in members], [batch_fns[i] for i in members],
-                            [runs[i] for i in members], [states[i] for i in members], step, arch, device,
-                            prefetch)
+                            [runs[i] for i in members], [states[i] for i in members], step, arch, device)
         for i, summary in zip(members, done):
             summaries[i] = summary
     return summaries
@@ -169,10 +167,9 @@ def check_recipe(cfgs: list[TrainConfig]) -> None:
                              f"differs from seed {cfgs[0].seed} in {differ}")
 
 
-def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device, prefetch=None) -> list[dict]:
-    """Runs that all stand at ``step`` (their checkpoints ``states``, None at step 0).
-    ``prefetch``: steps whose batches are drawn ahead (``step_batches``; None: PREFETCH_STEPS
-    for a stack on CUDA, else 0)."""
+def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -> list[dict]:
+    """Runs that all stand at ``step`` (their checkpoints ``states``, None at step 0); on CUDA
+    their batches drawn ``PREFETCH_STEPS`` ahead (``step_batches``)."""
     cfg, runtime, S = cfgs[0], runs[0].runtime, len(runs)
     cuda = device.type == "cuda"
     if cuda:
@@ -211,7 +208,7 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device, p
     flops_per_token = {}
     tokens_since, flops_since, tokens_run, flops_run = [0] * S, [0.0] * S, [0] * S, [0.0] * S
     t_start = t_last = t_saved = time.perf_counter()
-    ahead = (PREFETCH_STEPS if cuda and S > 1 else 0) if prefetch is None else prefetch
+    ahead = PREFETCH_STEPS if cuda and S > 1 else 0
     for batches in step_batches(model_cfg, cfgs, batch_fns, step, cfg.steps, ahead):
         lr = sched.get_last_lr()[0]
         losses, parts = train_step(fwd, model, opt, sched, batches, cfg, device)
