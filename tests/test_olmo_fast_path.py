@@ -206,3 +206,18 @@ def test_the_selectors_keep_their_own_batch(monkeypatch):
     cfg = {"k": [1], "selectors": ["saliency"], "seed": 0, "batch_size": 512, "selector_batch_size": 8}
     analysis.selector_rows(None, ctx, tgt, 4, cfg, [[0], [1]], torch.device("cpu"))
     assert seen == {"selector": 8, "L_k": 512}
+
+
+def test_the_analysis_parts_take_the_same_tokens_whatever_the_knob():
+    """An analysis part's tokens follow the selectors' batch (a param), never the runtime
+    knob's: parts run with different values of ``language.analysis_batch_size`` still cover
+    every analysed token once."""
+    from sparselen.language.analysis import analysed_span
+
+    n, parts = 1000, 4
+    for knob in (32, 100, 256, 512):
+        cfg = {"batch_size": knob, "selector_batch_size": 32}
+        spans = [analysed_span(n, (p, parts), cfg) for p in range(parts)]
+        assert spans == [analysed_span(n, (p, parts), {"batch_size": 32}) for p in range(parts)]
+        assert spans[0][0] == 0 and spans[-1][1] == n and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+        assert all(lo % 32 == 0 for lo, _ in spans)

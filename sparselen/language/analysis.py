@@ -5,7 +5,6 @@ so that a job killed at its time limit goes on where it stopped."""
 
 from __future__ import annotations
 
-import math
 import sys
 
 import pandas as pd
@@ -116,6 +115,14 @@ def part_span(n: int, part: int, parts: int, block: int = 1) -> tuple[int, int]:
     return min(n, block * (blocks * part // parts)), min(n, block * (blocks * (part + 1) // parts))
 
 
+def analysed_span(n: int, part: tuple[int, int], cfg: dict) -> tuple[int, int]:
+    """The analysed tokens (lo, hi) of ``part`` (p, parts): whole batches of the selectors'
+    rows (``selector_batch_size``, a param), never of the last-token passes' batch
+    (``batch_size``: the runtime knob ``language.analysis_batch_size`` where set), so a part
+    run later with another value of the knob takes the same tokens."""
+    return part_span(n, *part, block=cfg.get("selector_batch_size", cfg["batch_size"]))
+
+
 def dependency_type(ctx: torch.Tensor, tgt: torch.Tensor, short: int, sets: list[list[int]]) -> pd.DataFrame:
     """Per token: whether the target token occurs in the far context (a copy the model could
     use), and the distance of greedy's first, most influential, far token."""
@@ -140,7 +147,7 @@ def sparse_dependency(model, docs, screened: pd.DataFrame, cfg: dict, short: int
     positions = list(zip(tokens["doc"], tokens["t"]))
     ctx, tgt = contexts(docs, positions, long)
     ks, bs = sorted(cfg["k"]), cfg["batch_size"]
-    lo, hi = part_span(len(tokens), *part, block=math.lcm(bs, cfg.get("selector_batch_size", bs)))
+    lo, hi = analysed_span(len(tokens), part, cfg)
     if lo == hi:
         return pd.DataFrame()
     rows, greedy_sets = greedy_rows(model, ctx[lo:hi], tgt[lo:hi], short, ks, "greedy", bs, device, progress, lo)

@@ -104,9 +104,9 @@ def analyze(job, config) -> Work:
     """One of ``params.parts`` parts of the analysis, run with the reference model (the first
     long-context run)."""
     lang, ctx = config["language"], job.params.contexts
-    run = lang["schemes"]["long"][0]
-    w = analysis_work(_shape(lang, run), job.params.analysis, ctx["short"], ctx["long"], job.params.parts)
-    return analysis_memory(w, _config(lang, run), job.params.analysis, ctx["long"])
+    run, last = lang["schemes"]["long"][0], _last_token_batch(lang, job.params.analysis["batch_size"])
+    w = analysis_work(_shape(lang, run), job.params.analysis, ctx["short"], ctx["long"], job.params.parts, last)
+    return analysis_memory(w, _config(lang, run), job.params.analysis, ctx["long"], last)
 
 
 def transfer(job, config) -> Work:
@@ -115,10 +115,11 @@ def transfer(job, config) -> Work:
     copy 2 at the short context; every pass under bf16 autocast."""
     a, p = config["language"]["analysis"], job.params
     short, long, B = p.contexts["short"], p.contexts["long"], p.batch_size
+    last = _last_token_batch(config["language"], B)
     shape, cfg = _shape(config["language"], job.wildcards.run), _config(config["language"], job.wildcards.run)
     w = Work()
     for T in (short, long):
-        for rows in chunks(a["candidates"] if job.wildcards.context == long else a["tokens"], B):
+        for rows in chunks(a["candidates"] if job.wildcards.context == long else a["tokens"], last):
             w.add("forward", 1, shape.forward(rows, T, "last"), shape)
     ind = p.induction
     for rows in chunks(ind["sequences"], B):
@@ -126,8 +127,8 @@ def transfer(job, config) -> Work:
     for rows in chunks(ind["sequences"] * (ind["span"] - 1), B):
         w.add("forward", 1, shape.forward(rows, short, "last"), shape)
     rows = min(B, ind["sequences"])
-    w.need(f"losses at the long context, {B} x {long} tokens", "language.analysis.batch_size",
-           lambda kind: memory.no_grad_pass(cfg, B, long, kind, autocast=True))
+    w.need(f"losses at the long context, {last} x {long} tokens", _last_token_key(last, B),
+           lambda kind: memory.no_grad_pass(cfg, last, long, kind, autocast=True))
     return w.need(f"induction probe pass of {rows} x {long - 1} tokens", "language.analysis.batch_size",
                   lambda kind: memory.no_grad_pass(cfg, rows, long - 1, kind, autocast=True, unembed="all",
                                                    per_position_loss=True))
@@ -136,17 +137,19 @@ def transfer(job, config) -> Work:
 table = figures = analysis_merge = aggregate
 
 
-def analysis_work(shape: Shape, a: dict, short: int, long: int, parts: int = 1) -> Work:
+def analysis_work(shape: Shape, a: dict, short: int, long: int, parts: int = 1, last: int = 0) -> Work:
     """``language.analysis``: screening, greedy selection, cheap selectors (sparselen.language);
-    with ``parts``, one part: the whole screen, its share of the tokens."""
+    with ``parts``, one part: the whole screen, its share of the tokens. ``last``: rows per
+    last-token pass (``language.analysis_batch_size``; 0: the selectors' ``batch_size``)."""
     B, kmax = a["batch_size"], max(a["k"])
+    L = last or B
     n_tok = -(-a["tokens"] // parts)
     n_far = long - short
     w = Work()
-    for b in chunks(a["candidates"], B):  # screen: L_long and L_short of every candidate
+    for b in chunks(a["candidates"], L):  # screen: L_long and L_short of every candidate
         w.add("forward", 2, shape.forward(b, long, "last") + shape.forward(b, short, "last"), shape)
     pl = a["planted"]
-    for b in chunks(pl["tokens"], B):  # the positive control's screen
+    for b in chunks(pl["tokens"], L):  # the positive control's screen
         w.add("forward", 2, shape.forward(b, long, "last") + shape.forward(b, short, "last"), shape)
     # greedy on the analysed tokens, again on the null far context, and at most on every planted
     # repeat beyond the short window
@@ -155,11 +158,11 @@ def analysis_work(shape: Shape, a: dict, short: int, long: int, parts: int = 1) 
     # the job keeps its progress after each token's greedy search (sparselen.language.progress)
     w.resumable, w.train_steps, w.checkpoint_every = ("forward", "grad"), n_greedy, 1
     for j in range(kmax):  # greedy step j: n_far - j candidates of short + j + 1 tokens, per token
-        sizes = chunks(n_far - j, B)
+        sizes = chunks(n_far - j, L)
         w.add("forward", n_greedy * len(sizes),
               n_greedy * sum(shape.forward(b, short + j + 1, "last") for b in sizes), shape)
+    batches, last_batches = chunks(n_tok, B), chunks(n_tok, L)
     for name in a["selectors"]:
-        batches = chunks(n_tok, B)
         if name == "attention":  # a forward pass plus q, k recomputed in every layer
             d = shape.d_model
             extra = shape.n_layer * (4 * d * d) * long
@@ -167,18 +170,20 @@ def analysis_work(shape: Shape, a: dict, short: int, long: int, parts: int = 1) 
         elif name == "saliency":  # forward + gradients with respect to the inputs
             w.add("grad", len(batches), sum(2 * shape.forward(b, long, "last") for b in batches), shape)
         for k in a["k"]:
-            w.add("forward", len(batches), sum(shape.forward(b, short + k, "last") for b in batches), shape)
+            w.add("forward", len(last_batches), sum(shape.forward(b, short + k, "last") for b in last_batches), shape)
     return w
 
 
-def analysis_memory(w: Work, cfg, a: dict, long: int) -> Work:
-    """The analysis's largest passes, each ``batch_size`` rows of the long context, all under
-    bf16 autocast (``sparselen.language.dependency``): losses read at the last position; the
-    attention selector (every block's input kept by its hooks); the saliency selector (input
-    gradients only: the parameters do not require theirs for the pass)."""
+def analysis_memory(w: Work, cfg, a: dict, long: int, last: int = 0) -> Work:
+    """The analysis's largest passes, each of the long context, all under bf16 autocast
+    (``sparselen.language.dependency``): losses read at the last position (``last`` rows:
+    ``language.analysis_batch_size``, 0: ``batch_size``); the attention selector (every block's
+    input kept by its hooks) and the saliency selector (input gradients only: the parameters do
+    not require theirs for the pass), ``batch_size`` rows each."""
     B, key, d = a["batch_size"], "language.analysis.batch_size", cfg.d_model
-    w.need(f"losses at the long context, {B} x {long} tokens", key,
-           lambda kind: memory.no_grad_pass(cfg, B, long, kind, autocast=True))
+    L = last or B
+    w.need(f"losses at the long context, {L} x {long} tokens", _last_token_key(L, B),
+           lambda kind: memory.no_grad_pass(cfg, L, long, kind, autocast=True))
     if "attention" in a["selectors"]:
         w.need(f"attention selector pass of {B} x {long} tokens", key,
                lambda kind: memory.no_grad_pass(cfg, B, long, kind, autocast=True, kept_inputs=4 * d))
@@ -186,6 +191,17 @@ def analysis_memory(w: Work, cfg, a: dict, long: int) -> Work:
         w.need(f"saliency selector pass (forward and backward) of {B} x {long} tokens", key,
                lambda kind: memory.input_gradient_pass(cfg, B, long, kind, autocast=True, param_grads=False))
     return w
+
+
+def _last_token_batch(lang: dict, batch_size: int) -> int:
+    """Rows per last-token pass: the runtime knob ``language.analysis_batch_size``, else
+    ``batch_size`` (as ``sparselen.language.jobs.analysis_batch_size``)."""
+    return lang.get("analysis_batch_size", 0) or batch_size
+
+
+def _last_token_key(last: int, batch_size: int) -> str:
+    """The config key that sizes the last-token passes of ``last`` rows."""
+    return "language.analysis.batch_size" if last == batch_size else "language.analysis_batch_size"
 
 
 def _vocab(lang: dict) -> int:
