@@ -58,10 +58,13 @@ PPC_TRAIN = dict(
 )
 
 
+PPC_CHUNKS = ppc_stacks()
+
+
 for train_rule in stack_rules(
     "ppc_train",
     PPC["stack"],
-    ppc_stacks(),
+    PPC_CHUNKS,
     train_outputs(PPC_RUN),
     "logs/ppc/train/{task}_{run}_seed{seed}.log",
     "results/benchmarks/ppc/train/{task}_{run}_seed{seed}.tsv",
@@ -96,7 +99,7 @@ for train_rule in stack_rules(
 for eval_rule in stack_rules(
     "ppc_evaluate",
     PPC["stack"],
-    ppc_stacks(),
+    PPC_CHUNKS,
     {"eval": f"{PPC_RUN}/eval.csv"},
     "logs/ppc/evaluate/{task}_{run}_seed{seed}.log",
     "results/benchmarks/ppc/evaluate/{task}_{run}_seed{seed}.tsv",
