@@ -50,7 +50,7 @@ from sparselen.architectures import build_model
 from sparselen.batch import IGNORE, Batch, labelled_positions, unembedded
 from sparselen.device import autocast, enable_tf32
 from sparselen.device import to_device as device_copy
-from sparselen.jobs import Job, Runtime, named, per_run_rule, runtime
+from sparselen.jobs import Job, Runtime, named, per_run_rule, runtime, step_function
 from sparselen.model import ModelConfig
 from sparselen.provenance import config_hash, provenance
 from sparselen.resumable import code_fingerprint
@@ -68,7 +68,7 @@ log = logging.getLogger(__name__)
 EVALUATE_AFTER_TRAINING = {"theory_run_gpt": ("sparselen.theory.jobs", "evaluate_gpt")}
 # Per-run evaluation rules: a stack job of theirs evaluates its runs one after another in one
 # process on one device (one start-up instead of one per run), each with its rule's step.
-EVALUATIONS = {"parity_evaluate": "sparselen.parity.jobs", "ppc_evaluate": "sparselen.ppc.jobs"}
+EVALUATIONS = ("parity_evaluate", "ppc_evaluate")
 
 
 def run_stack(job) -> list[dict] | None:
@@ -79,7 +79,7 @@ def run_stack(job) -> list[dict] | None:
     jobs, shared = run_jobs(job), runtime(job)
     rule = jobs[0].rule
     if rule in EVALUATIONS:
-        evaluate = getattr(importlib.import_module(EVALUATIONS[rule]), rule.partition("_")[2])
+        evaluate = step_function(rule)
         for run_job in jobs:
             evaluate(run_job, shared.device)
         return None

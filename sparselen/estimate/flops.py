@@ -155,21 +155,19 @@ def aggregate(job=None, config=None) -> Work:
     return Work(model_job=False).unit("aggregate_job", 1)
 
 
-def step_overhead(term: Term, profile: Profile) -> float:
-    """Seconds a training step of ``term`` takes beside its FLOPs: the step's own, each pass's
-    per-layer kernel launches and, on a CPU, each further run's batch of a stack."""
-    host = 0.0 if profile.device == "gpu" else (term.runs - 1) * profile.batch_s
-    return profile.step_s + host + term.passes * term.n_layer * profile.step_layer_s
-
-
 def step_seconds(term: Term, profile: Profile) -> float:
-    """One training step of ``term`` (all its runs, for a stack's): its FLOPs and overheads. A
-    stack on a GPU draws its runs' batches in a worker process while the device computes
-    (``sparselen.stacked.step_batches``): its step takes the longer of the two."""
-    device = term.flops / term.calls / profile.rate(term.d_model) + step_overhead(term, profile)
-    if profile.device == "gpu" and term.runs > 1:
+    """One training step of ``term`` (all its runs, for a stack's): its FLOPs, the step's own
+    overhead and each pass's per-layer kernel launches; for a stack, its runs' batches drawn on
+    the host. A stack on a GPU draws them in a worker process while the device computes
+    (``sparselen.stacked.step_batches``), so its step takes the longer of the two; on a CPU it
+    draws each further run's batch after the first, and the times add up."""
+    device = (term.flops / term.calls / profile.rate(term.d_model) + profile.step_s
+              + term.passes * term.n_layer * profile.step_layer_s)
+    if term.runs == 1:
+        return device
+    if profile.device == "gpu":
         return max(device, term.runs * profile.batch_s)
-    return device
+    return device + (term.runs - 1) * profile.batch_s
 
 
 def seconds(work: Work, profile: Profile) -> dict:

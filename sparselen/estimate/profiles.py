@@ -103,8 +103,9 @@ UNITS = {
 
 
 # Drawing one run's training batch on the host (its sampler, PoSE ids), which a stack does for
-# each of its runs every step (on a GPU in a worker process, beside the device): 0.5 to 0.8 ms for paper.yaml's PPC and parity batches on one
-# thread of the development machine (docs/gpu.md, "Stacks in the estimate").
+# each of its runs every step (on a GPU in a worker process, beside the device): 0.5 to 0.8 ms
+# for paper.yaml's PPC and parity batches on one thread of the development machine (docs/gpu.md,
+# "Stacks in the estimate").
 BATCH_S = 8e-4
 
 

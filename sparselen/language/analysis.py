@@ -115,6 +115,15 @@ def part_span(n: int, part: int, parts: int, block: int = 1) -> tuple[int, int]:
     return min(n, block * (blocks * part // parts)), min(n, block * (blocks * (part + 1) // parts))
 
 
+def last_token_batch(config: dict, batch_size: int) -> int:
+    """Rows per last-token-loss forward pass (screen, greedy and selector L_k, transfer):
+    ``language.analysis_batch_size`` of the whole ``config`` (a runtime knob, never a param: no
+    identity or progress fingerprint holds it), else ``batch_size`` (the params'). A no-grad
+    pass that unembeds one position per row fits far more rows than the saliency selector's
+    forward and backward or the induction probe's full logits, which keep the params' value."""
+    return config.get("language", {}).get("analysis_batch_size", 0) or batch_size
+
+
 def analysed_span(n: int, part: tuple[int, int], cfg: dict) -> tuple[int, int]:
     """The analysed tokens (lo, hi) of ``part`` (p, parts): whole batches of the selectors'
     rows (``selector_batch_size``, a param), never of the last-token passes' batch

@@ -11,6 +11,7 @@ from sparselen import variants
 from sparselen.architectures import model_config
 from sparselen.estimate import memory
 from sparselen.estimate.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
+from sparselen.language.analysis import last_token_batch
 
 
 def corpus_size(c: dict, chars_per_document: float = 2200.0) -> tuple[float, float, str]:
@@ -104,7 +105,7 @@ def analyze(job, config) -> Work:
     """One of ``params.parts`` parts of the analysis, run with the reference model (the first
     long-context run)."""
     lang, ctx = config["language"], job.params.contexts
-    run, last = lang["schemes"]["long"][0], _last_token_batch(lang, job.params.analysis["batch_size"])
+    run, last = lang["schemes"]["long"][0], last_token_batch(config, job.params.analysis["batch_size"])
     w = analysis_work(_shape(lang, run), job.params.analysis, ctx["short"], ctx["long"], job.params.parts, last)
     return analysis_memory(w, _config(lang, run), job.params.analysis, ctx["long"], last)
 
@@ -115,7 +116,7 @@ def transfer(job, config) -> Work:
     copy 2 at the short context; every pass under bf16 autocast."""
     a, p = config["language"]["analysis"], job.params
     short, long, B = p.contexts["short"], p.contexts["long"], p.batch_size
-    last = _last_token_batch(config["language"], B)
+    last = last_token_batch(config, B)
     shape, cfg = _shape(config["language"], job.wildcards.run), _config(config["language"], job.wildcards.run)
     w = Work()
     for T in (short, long):
@@ -191,12 +192,6 @@ def analysis_memory(w: Work, cfg, a: dict, long: int, last: int = 0) -> Work:
         w.need(f"saliency selector pass (forward and backward) of {B} x {long} tokens", key,
                lambda kind: memory.input_gradient_pass(cfg, B, long, kind, autocast=True, param_grads=False))
     return w
-
-
-def _last_token_batch(lang: dict, batch_size: int) -> int:
-    """Rows per last-token pass: the runtime knob ``language.analysis_batch_size``, else
-    ``batch_size`` (as ``sparselen.language.jobs.analysis_batch_size``)."""
-    return lang.get("analysis_batch_size", 0) or batch_size
 
 
 def _last_token_key(last: int, batch_size: int) -> str:

@@ -225,12 +225,8 @@ def analysis_model(job):
 
 
 def analysis_batch_size(job, batch_size: int) -> int:
-    """Rows per last-token-loss forward pass (screen, greedy and selector L_k, transfer):
-    ``language.analysis_batch_size`` (a runtime knob, read from the config, never a param: no
-    identity or progress fingerprint holds it), else the params' ``batch_size``. A no-grad
-    pass that unembeds one position per row fits far more rows than the saliency selector's
-    forward and backward or the induction probe's full logits, which keep the params' value."""
-    return job.config.get("language", {}).get("analysis_batch_size", 0) or batch_size
+    """The job's rows per last-token-loss pass (``analysis.last_token_batch`` of its config)."""
+    return analysis.last_token_batch(job.config, batch_size)
 
 
 def transfer(job) -> None:
