@@ -298,17 +298,43 @@ def label_counts(batch: Batch) -> tuple[int, int]:
     return n, m
 
 
-if __name__ == "__main__":  # a node of a multi-node ``launch`` (--node), or one torchrun worker
-    if sys.argv[1] == "--node":
-        node_main(*sys.argv[2:6])
+def worker_main(spec_file: str) -> None:
+    """One torchrun worker: run the job's step, then end the process with ``os._exit`` (0 when
+    the step succeeded, 1 with its traceback when it failed), its output flushed.
+
+    The interpreter's own teardown is skipped on purpose: it races gloo's threads. A collective's
+    work keeps a snapshot of the caller's thread-local state, Python modes included (the
+    simulated GPU's ``TorchFunctionMode``), and the gloo thread that ran it frees it after the
+    caller has gone on: that takes the GIL. After the last collective (the closing barrier) the
+    worker's main thread needs only milliseconds to reach finalization; a gloo thread that asks
+    for the GIL then is ended with ``pthread_exit``, whose unwinding through the work's destructor
+    aborts: ``terminate called without an active exception``, SIGABRT. ``destroy_process_group``
+    does not stop those threads under DDP, which keeps the process group alive. With
+    ``os._exit`` nothing outlives the interpreter it needs."""
     import faulthandler
+    import traceback
 
     from sparselen.jobs import Job, run
 
     faulthandler.enable()  # a worker killed by a fatal signal (an abort in C++) leaves every thread's stack in the log
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-    spec = json.loads(Path(sys.argv[1]).read_text())
-    threads = spec.pop("threads")
-    job = Job.of(spec.pop("rule"), **spec)
-    job.threads = threads
-    run(job)
+    code = 0
+    try:
+        spec = json.loads(Path(spec_file).read_text())
+        threads = spec.pop("threads")
+        job = Job.of(spec.pop("rule"), **spec)
+        job.threads = threads
+        run(job)
+    except BaseException:  # noqa: BLE001 - reported here, since the process ends without the interpreter's report
+        traceback.print_exc()
+        code = 1
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":  # a node of a multi-node ``launch`` (--node), or one torchrun worker
+    if sys.argv[1] == "--node":
+        node_main(*sys.argv[2:6])
+    worker_main(sys.argv[1])

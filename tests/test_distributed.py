@@ -312,3 +312,15 @@ def test_several_nodes_ask_slurm_for_nodes_and_refuse_to_run_elsewhere(tmp_path,
     assert cmd[:7] == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1",
                        "--cpus-per-task=8", "--gpus-per-node=4"]
     assert cmd[-5:-3] == ["--node", str(spec)] and cmd[-1] == "4"
+
+
+def test_a_worker_ends_with_its_steps_status_and_its_traceback(tmp_path):
+    """A torchrun worker ends with ``os._exit`` (``sparselen.distributed.worker_main``: the
+    interpreter's teardown would race gloo's threads): a step that fails still exits 1 and leaves
+    its traceback in the log. (A step that succeeds exits 0: the launch tests.)"""
+    spec = tmp_path / "job.json"
+    spec.write_text(json.dumps({"rule": "parity_no_such_step", "threads": 1}))
+    done = subprocess.run([PYTHON, "-m", "sparselen.distributed", str(spec)], env=subprocess_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert "Traceback" in done.stderr and "parity_no_such_step" in done.stderr, done.stderr[-3000:]
