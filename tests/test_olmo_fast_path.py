@@ -182,13 +182,11 @@ def test_the_compiled_analysis_forward_gives_the_eager_losses():
 
 
 def test_the_analysis_batch_is_a_runtime_knob():
-    from types import SimpleNamespace
+    from sparselen.language.analysis import last_token_batch
 
-    from sparselen.language.jobs import analysis_batch_size
-
-    assert analysis_batch_size(SimpleNamespace(config={"language": {}}), 64) == 64
-    assert analysis_batch_size(SimpleNamespace(config={"language": {"analysis_batch_size": 0}}), 64) == 64
-    assert analysis_batch_size(SimpleNamespace(config={"language": {"analysis_batch_size": 512}}), 64) == 512
+    assert last_token_batch({"language": {}}, 64) == 64
+    assert last_token_batch({"language": {"analysis_batch_size": 0}}, 64) == 64
+    assert last_token_batch({"language": {"analysis_batch_size": 512}}, 64) == 512
 
 
 def test_the_selectors_keep_their_own_batch(monkeypatch):

@@ -162,7 +162,7 @@ def analyze(job) -> None:
     ctx, dev = job.params.contexts, runtime(job).device
     part = (int(named(job.wildcards).get("part", 0)), int(getattr(job.params, "parts", 1)))
     a = dict(job.params.analysis)  # the selectors (saliency: forward and backward) keep its batch_size
-    a |= {"batch_size": analysis_batch_size(job, a["batch_size"]), "selector_batch_size": a["batch_size"]}
+    a |= {"batch_size": analysis.last_token_batch(job.config, a["batch_size"]), "selector_batch_size": a["batch_size"]}
     model, prov = analysis_model(job)
     docs = data.load_tokens(job.input.tokens)["eval"]
     short, long = ctx["short"], ctx["long"]
@@ -224,11 +224,6 @@ def analysis_model(job):
     return model, prov
 
 
-def analysis_batch_size(job, batch_size: int) -> int:
-    """The job's rows per last-token-loss pass (``analysis.last_token_batch`` of its config)."""
-    return analysis.last_token_batch(job.config, batch_size)
-
-
 def transfer(job) -> None:
     """A model's losses at both contexts (params contexts, batch_size) on the analysed tokens,
     for a long-context model also on every screened (random) token (the model-scale table's
@@ -241,7 +236,7 @@ def transfer(job) -> None:
     context = int(job.wildcards.context)
     every = context == long
     toks = screened if every else screened[screened["analysed"]]
-    batch_size = analysis_batch_size(job, job.params.batch_size)
+    batch_size = analysis.last_token_batch(job.config, job.params.batch_size)
     losses = analysis.context_losses(model, docs, list(zip(toks["doc"], toks["t"])), [short, long], batch_size, dev)
     df = pd.DataFrame({"doc": toks["doc"].values, "t": toks["t"].values, "context": context,
                        "scheme": job.wildcards.run, "seed": prov["seed"],
