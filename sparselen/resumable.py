@@ -19,10 +19,12 @@ estimate, another slice, an evaluation) keeps every in-flight training's checkpo
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib
 import logging
+import re
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -53,16 +55,61 @@ def training_code(slice_: str) -> tuple[str, ...]:
 
 
 def source_fingerprint(*modules) -> str:
-    """Hash of the package's source files ``modules`` (paths relative to the package; a folder
-    stands for every ``.py`` file under it)."""
+    """Hash of what the package's source files ``modules`` compute (paths relative to the
+    package; a folder stands for every ``.py`` file under it): ``canonical_source`` of each, so
+    comments, docstrings, layout and the folders modules live in change no fingerprint, and an
+    edit of what a file computes does."""
     files = set()
     for m in map(str, modules):
         path = PACKAGE / m
-        files |= {str(f.relative_to(PACKAGE)) for f in path.rglob("*.py")} if path.is_dir() else {m}
+        files |= set(path.rglob("*.py")) if path.is_dir() else {path}
     h = hashlib.sha256()
-    for f in sorted(files):
-        h.update(f.encode() + b"\0" + (PACKAGE / f).read_bytes() + b"\0")
+    for digest in sorted(hashlib.sha256(canonical_source(f)).digest() for f in files):
+        h.update(digest)
     return h.hexdigest()[:16]
+
+
+def canonical_source(path: Path) -> bytes:
+    """A Python file as its syntax tree without docstrings, its imports as a sorted set of
+    (module's last name, imported name) apart from the statements (where an import stands, and
+    which folder its module lives in, change nothing it computes); any other file as its text
+    with the package's and the tests' paths cut to their file names."""
+    text = path.read_text()
+    if path.suffix != ".py":
+        return re.sub(r"(?:sparselen|tests)/(?:\w+/)*(\w+\.py)", r"\1", text).encode()
+    tree = ast.parse(text)
+    imports = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            imports |= {_imported(node, alias, path) for alias in node.names}
+        for field in ("body", "orelse", "finalbody"):
+            statements = getattr(node, field, None)
+            if isinstance(statements, list):
+                setattr(node, field, [n for n in statements if not isinstance(n, (ast.Import, ast.ImportFrom))
+                                      and not _docstring(n)])
+    return (ast.dump(tree) + repr(sorted(imports))).encode()
+
+
+def _docstring(node) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _imported(node, alias, path: Path) -> tuple:
+    """(module, name, alias) of one imported name, a module of this package by its last name."""
+    if isinstance(node, ast.Import):
+        module, name = alias.name, ""
+    else:
+        module, name = node.module or "", alias.name
+        if node.level:
+            base = ("sparselen", *path.relative_to(PACKAGE).parent.parts)
+            module = ".".join(base[: len(base) - node.level + 1] + ((module,) if module else ()))
+    parts = module.split(".")
+    if parts[0] == "sparselen":
+        target = PACKAGE.joinpath(*parts[1:], name)
+        if name and (target.with_suffix(".py").exists() or (target / "__init__.py").exists()):
+            parts, name = [name], ""  # ``from sparselen.x import module``: the module itself
+        module = parts[-1]
+    return module, name, alias.asname or ""
 
 
 def finished(checkpoint: Path) -> bool:

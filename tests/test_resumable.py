@@ -93,8 +93,8 @@ def test_kill_during_the_evaluation_after_training(tmp_path, monkeypatch, caplog
 
 
 def edited_package(tmp_path, monkeypatch):
-    """A copy of the package that the fingerprints read, and a function that edits one of its
-    files (a comment appended: any byte counts)."""
+    """A copy of the package that the fingerprints read, and a function that edits what one of
+    its files computes (a statement appended)."""
     import shutil
 
     from sparselen import resumable
@@ -106,7 +106,7 @@ def edited_package(tmp_path, monkeypatch):
 
     def edit(module: str):
         with open(copy / module, "a") as f:
-            f.write("\n# edited\n")
+            f.write("\nEDITED = 1\n")
         resumable.code_fingerprint.cache_clear()
 
     return edit
@@ -151,3 +151,27 @@ def test_each_slice_fingerprints_its_own_training_code(tmp_path, monkeypatch):
     edit("ppc/tasks/addition.py")  # a folder in the ppc slice's list stands for its files
     after = prints()
     assert [s for s in SLICES if before[s] != after[s]] == ["ppc"]
+
+
+def test_a_fingerprint_follows_what_the_code_computes_not_where_it_lives(tmp_path, monkeypatch):
+    """Comments, docstrings, where an import stands and the folder a module lives in change no
+    fingerprint (a module moved between layers reruns nothing); a changed value does."""
+    from sparselen import resumable
+
+    copy = tmp_path / "sparselen"
+    (copy / "a").mkdir(parents=True)
+    (copy / "b").mkdir()
+    for d in (copy, copy / "a", copy / "b"):
+        (d / "__init__.py").write_text("")
+    (copy / "a" / "helper.py").write_text("def f():\n    return 1\n")
+    user = copy / "user.py"
+    user.write_text("from sparselen.a.helper import f\n\n\ndef g():\n    return f() + 1\n")
+    monkeypatch.setattr(resumable, "PACKAGE", copy)
+    before = resumable.source_fingerprint("user.py", "a")
+    (copy / "a" / "helper.py").rename(copy / "b" / "helper.py")
+    user.write_text('"""Doc."""\n\n\ndef g():  # why\n    from sparselen.b.helper import f\n\n    return f() + 1\n')
+    assert resumable.source_fingerprint("user.py", "b") == before
+    user.write_text("from sparselen.b.helper import f\n\n\ndef g():\n    return f() + 2\n")
+    assert resumable.source_fingerprint("user.py", "b") != before
+    user.write_text("from sparselen.b.other import f\n\n\ndef g():\n    return f() + 1\n")
+    assert resumable.source_fingerprint("user.py", "b") != before
