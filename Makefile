@@ -25,12 +25,12 @@ $(VENV)/.installed: pyproject.toml
 	  || { tail -n 30 logs/venv.log; echo "make venv failed: pip's whole output is in logs/venv.log" >&2; exit 1; }
 	@touch $@
 
-# sparselen.runlock: refuses a second run here while one is alive, and continues a killed one
+# sparselen.runtime.runlock: refuses a second run here while one is alive, and continues a killed one
 # (removes its stale Snakemake lock, reruns incomplete jobs; trainings resume). Snakemake reads
 # the workflow's default profile (profiles/default): one line per finished training, and the
 # run ends with the claims' verdicts, its wall time and the report's path.
 run: venv
-	@$(BIN)/python -m sparselen.runlock --cores $(CORES) all $(SNAKEMAKE_ARGS)
+	@$(BIN)/python -m sparselen.runtime.runlock --cores $(CORES) all $(SNAKEMAKE_ARGS)
 
 # tests/extras.py first: the OLMo codebase and headless Chromium that two test modules read (cached)
 test: venv

@@ -3,13 +3,13 @@
 # and the report; see README.md.
 from snakemake.utils import min_version
 
-import sparselen.config
-import sparselen.terminal
+import sparselen.interface.config
+import sparselen.report.terminal
 
 min_version("9.0")
 
-# One line per finished training, the verdicts at the end (sparselen/terminal.py).
-sparselen.terminal.install(workflow)
+# One line per finished training, the verdicts at the end (sparselen/report/terminal.py).
+sparselen.report.terminal.install(workflow)
 
 
 # A config file is complete: config.yaml is the configuration when no --configfile is
@@ -23,7 +23,7 @@ include: "workflow/rules/common.smk"
 
 
 # A slice runs when the config has its section.
-for name in sparselen.config.SLICES:
+for name in sparselen.interface.config.SLICES:
     if name in config:
 
         include: f"workflow/rules/{name}.smk"
@@ -32,13 +32,13 @@ for name in sparselen.config.SLICES:
 include: "workflow/rules/report.smk"
 
 
-# Trainings keep their checkpoints until every job is recorded (sparselen/resumable.py): a job
+# Trainings keep their checkpoints until every job is recorded (sparselen/training/resumable.py): a job
 # killed after its outputs but before Snakemake records it resumes at its last step.
 onsuccess:
-    import sparselen.resumable
+    import sparselen.training.resumable
 
-    sparselen.resumable.clean("results")
-    sparselen.terminal.finish()
+    sparselen.training.resumable.clean("results")
+    sparselen.report.terminal.finish()
 
 
 rule all:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 
-from sparselen import io
 from sparselen.estimate.calibrate import calibrate
+from sparselen.runtime import io
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

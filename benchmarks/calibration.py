@@ -9,7 +9,7 @@ tokens. Not ``benchmarks/calibrate.py``, which measures this machine for ``spars
 
 ``--no-effect`` runs only the scenarios where the claim is false (what the verdict lines' rates
 need; minutes, as the stability check runs only on a false "holds"); ``--write`` writes their
-counts as the package's data file (``sparselen.calibration.rates``).
+counts as the package's data file (``sparselen.statistics.rates``).
 
 Each rate is printed with its Monte Carlo standard error (at 0 or 1: 3/R, the 95% one-sided
 bound). Draws where the claim is false are cheap (the stability check runs only on a decided
@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from sparselen.calibration import FALSE, monte_carlo_error, rates, run, sizes_of
+from sparselen.calibration import FALSE, false_holds, monte_carlo_error, run, sizes_of
 from sparselen.calibration.scenarios import scenarios
-from sparselen.config import load
-from sparselen.stats import Resampling
+from sparselen.interface.config import load
+from sparselen.statistics.stats import Resampling
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {"config.yaml": "config.yaml", "cpu-extended.yaml": "configs/cpu-extended.yaml",
@@ -105,7 +105,7 @@ def main() -> None:
     print(table(pd.DataFrame(rows)))
     if a.write:
         command = shlex.join([".venv/bin/python", "benchmarks/calibration.py", *sys.argv[1:]])
-        rates.write(Path(a.write), rows, configs, command, n_boot, a.seed)
+        false_holds.write(Path(a.write), rows, configs, command, n_boot, a.seed)
         print(f"wrote {a.write}")
 
 

@@ -16,10 +16,10 @@ import argparse
 
 import pandas as pd
 
-from sparselen import config
+from sparselen.interface import config
 from sparselen.ppc.claims import facts
 from sparselen.report import claims as cl
-from sparselen.stats import Resampling
+from sparselen.statistics.stats import Resampling
 
 
 def runs(ppc: dict, seeds: int, failed: int, failed_at: float) -> pd.DataFrame:

@@ -36,12 +36,14 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 import numpy as np
 import torch
 
-from sparselen.architectures import build_model, model_config
+from sparselen.language import controls
 from sparselen.language import corpus as corpora
-from sparselen.language import controls, data, tokenizer as tokenizers
-from sparselen.stats import cluster_ci
+from sparselen.language import data
+from sparselen.language import tokenizer as tokenizers
 from sparselen.language.analysis import screen
-from sparselen.train import OptimConfig, TrainConfig, apply_position_scheme, loss_fn, lr_lambda, make_optimizer
+from sparselen.nn.architectures import build_model, model_config
+from sparselen.statistics.stats import cluster_ci
+from sparselen.training.train import OptimConfig, TrainConfig, apply_position_scheme, loss_fn, lr_lambda, make_optimizer
 
 CPU = torch.device("cpu")
 

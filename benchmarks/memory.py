@@ -1,10 +1,10 @@
-"""The memory model (``sparselen.estimate.memory``) against measured peak tensor memory.
+"""The memory model (``sparselen.nn.memory``) against measured peak tensor memory.
 
     .venv/bin/python benchmarks/memory.py                 # CPU: measured here, about a minute
     .venv/bin/python benchmarks/memory.py --device cuda   # the same passes on a GPU
     .venv/bin/python benchmarks/memory.py --reference     # predictions for docs/gpu.md's H200 runs
 
-Passes, each on GPT-NeoX and OLMo (``sparselen.architectures.build_model``) at several shapes:
+Passes, each on GPT-NeoX and OLMo (``sparselen.nn.architectures.build_model``) at several shapes:
 training steps through the trainer's own ``backward`` (``loss_fn``, or its micro-steps) and
 ``make_optimizer`` (AdamW), measured over three steps so AdamW's state exists; a no-grad
 evaluation pass (per-position losses, as ``language.evaluate.loss_by_position``); the saliency
@@ -23,12 +23,12 @@ import time
 import torch
 import torch.nn.functional as F
 
-from sparselen.architectures import build_model, model_config
-from sparselen.batch import IGNORE, Batch
-from sparselen.device import autocast
-from sparselen.estimate import memory
 from sparselen.estimate.tracker import PeakTensorMemory
-from sparselen.train import OptimConfig, TrainConfig, backward, make_optimizer
+from sparselen.nn import memory
+from sparselen.nn.architectures import build_model, model_config
+from sparselen.nn.batch import IGNORE, Batch
+from sparselen.runtime.device import autocast
+from sparselen.training.train import OptimConfig, TrainConfig, backward, make_optimizer
 
 MiB = 2**20
 NEOX = {"n_layer": 2, "n_head": 4, "d_model": 128, "d_ff": 512}
@@ -72,7 +72,7 @@ REFERENCE = [  # (name, model section, vocabulary, scheme, extra keys, pass, row
     ("saliency, fp32, parameter grads, rows 64", KEMPNER, 16384, "rope", {}, "saliency fp32 params", 64, 2048,
      79.4),
     ("loss by position, bf16, rows 8 x T 8192", KEMPNER, 16384, "rope", {}, "eval", 8, 8192, 14.47),
-    # micro-steps (each pass's loss summed over the step's label count, as sparselen.train.backward),
+    # micro-steps (each pass's loss summed over the step's label count, as sparselen.training.train.backward),
     # and PPC generation (sparselen.ppc.generate, fp32): rows are those of one pass
     ("OLMo 12x768, T 2048, 128 rows in micro-steps of 16", KEMPNER, 16384, "rope", {}, "train", 16, 2048, 21.582),
     ("OLMo 12x768, T 2048, 64 rows in micro-steps of 32", KEMPNER, 16384, "rope", {}, "train", 32, 2048, 41.258),

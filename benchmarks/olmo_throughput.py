@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from throughput import measure, step_fn  # noqa: E402
 
-from sparselen.architectures import build_model, model_config  # noqa: E402
-from sparselen.device import configure_cpu, resolve_device  # noqa: E402
+from sparselen.nn.architectures import build_model, model_config  # noqa: E402
+from sparselen.runtime.device import configure_cpu, resolve_device  # noqa: E402
 
 
 def language_shape() -> tuple[dict, int, int, int]:

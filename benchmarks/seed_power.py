@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sparselen import config
-from sparselen import verdicts as v
+from sparselen.interface import config
+from sparselen.presentation.tables import read_tables
 from sparselen.report import claims as cl
-from sparselen.tables import read_tables
+from sparselen.statistics import verdicts as v
 
 EVALS = {"parity": "parity/K*/seed*/eval.csv", "ppc": "ppc/*/*/seed*/eval.csv",
          "theory": "theory/*/*/k*/seed*/eval.csv"}

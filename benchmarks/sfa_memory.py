@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 def setting(config: str, distribution: str, k: int):
     """(planted config, SFA section, window, longest evaluated length) of the config's runs."""
-    from sparselen.config import load
+    from sparselen.interface.config import load
     from sparselen.theory.sfa import sfa_window
     from sparselen.theory.task import eval_lengths, planted_config, valid_lengths
 

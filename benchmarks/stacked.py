@@ -1,9 +1,9 @@
-"""Steps per second per run of a stack of S runs (``sparselen.stacked``) against S, for the
+"""Steps per second per run of a stack of S runs (``sparselen.training.stacked``) against S, for the
 parity model and the PPC model (scheme ppc, its first task) at a config's sizes, and of one run
-trained alone by today's per-run step (``sparselen.train``), the ratios' base.
+trained alone by today's per-run step (``sparselen.training.train``), the ratios' base.
 
 Each stack trains the slice's own batches (each run its seed's) with the stacked trainer's
-step (``sparselen.stacked.train_step``): forward, backward, per-run clipping, AdamW. After
+step (``sparselen.training.stacked.train_step``): forward, backward, per-run clipping, AdamW. After
 ``--warmup`` steps, ``--steps`` steps are timed; per run: S x steps / seconds. On CPU the time
 is the process's CPU time (torch on ``--threads`` threads of this process), which a job on
 another core does not inflate; on CUDA, wall time after a synchronisation.
@@ -21,17 +21,17 @@ from pathlib import Path
 
 import torch
 
-from sparselen.architectures import build_model
-from sparselen.config import load
-from sparselen.device import configure_cpu, resolve_device
-from sparselen.model import ModelConfig
+from sparselen.interface.config import load
+from sparselen.nn.architectures import build_model
+from sparselen.nn.model import ModelConfig
+from sparselen.nn.stacked_model import stack_models
 from sparselen.parity import task as parity_task
 from sparselen.ppc.jobs import training_batches as ppc_batches
 from sparselen.ppc.runs import run_model, run_task_config
 from sparselen.ppc.tasks import task_module
-from sparselen.stacked import train_step
-from sparselen.stacked_model import stack_models
-from sparselen.train import TrainConfig, apply_position_scheme, backward, lr_lambda, make_optimizer
+from sparselen.runtime.device import configure_cpu, resolve_device
+from sparselen.training.stacked import train_step
+from sparselen.training.train import TrainConfig, apply_position_scheme, backward, lr_lambda, make_optimizer
 
 ROOT = Path(__file__).resolve().parent.parent
 

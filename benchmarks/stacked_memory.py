@@ -1,5 +1,5 @@
 """The memory model's prediction for a stack of S runs (``memory.train_step(..., stack=S)``)
-against the peak tensor memory of ``sparselen.stacked.train_stack`` on the CPU.
+against the peak tensor memory of ``sparselen.training.stacked.train_stack`` on the CPU.
 
     .venv/bin/python benchmarks/stacked_memory.py                        # config.yaml, S 1 4 16
     .venv/bin/python benchmarks/stacked_memory.py --models parity --stacks 1 4
@@ -21,15 +21,15 @@ import time
 from pathlib import Path
 
 import torch
-
-from sparselen.config import load
-from sparselen.device import configure_cpu
-from sparselen.estimate import memory
-from sparselen.estimate.tracker import PeakTensorMemory
-from sparselen.jobs import Runtime
-from sparselen.run import Run, RunFiles
-from sparselen.stacked import train_stack
 from stacked import MODELS  # benchmarks/stacked.py: each model kind's (model, trainer, batches) of a seed
+
+from sparselen.estimate.tracker import PeakTensorMemory
+from sparselen.interface.config import load
+from sparselen.interface.job import Runtime
+from sparselen.interface.run import Run, RunFiles
+from sparselen.nn import memory
+from sparselen.runtime.device import configure_cpu
+from sparselen.training.stacked import train_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 MiB = 2**20

@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 import yaml
 
-from sparselen.device import autocast, configure_cpu, resolve_device
-from sparselen.model import GPTNeoX, ModelConfig, hf_config
+from sparselen.nn.model import GPTNeoX, ModelConfig, hf_config
+from sparselen.runtime.device import autocast, configure_cpu, resolve_device
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,5 +1,5 @@
 """The commands a user runs by hand: ``sparselen estimate | pilot | export-hf | clean-checkpoints``.
-The workflow's steps run through ``sparselen.jobs``, not through this CLI."""
+The workflow's steps run through ``sparselen.interface.job``, not through this CLI."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import sys
 def estimate(args) -> int:
     """Exit status 1 when a job cannot succeed as configured (over its device's memory, or no
     attempt finishes it): the tables are printed first, the errors last, on stderr."""
-    from sparselen import io
-    from sparselen.config import load
     from sparselen.estimate import profiles, tables
     from sparselen.estimate.dag import workflow_jobs
     from sparselen.estimate.plan import plan
+    from sparselen.interface.config import load
+    from sparselen.runtime import io
 
     cfg = load(args.configfile)
     jobs = plan(cfg, workflow_jobs(args.configfile))
@@ -49,19 +49,19 @@ def estimate(args) -> int:
 
 
 def pilot(args) -> None:
-    from sparselen.pilot import pilot as run_pilot
+    from sparselen.estimate.pilot import pilot as run_pilot
 
     run_pilot(args.configfile, args.steps, args.out, args.peak_tflops)
 
 
 def export_hf(args) -> None:
-    from sparselen.hf_export import export_hf
+    from sparselen.training.hf_export import export_hf
 
     print(export_hf(args.model, args.dir, args.tokenizer))
 
 
 def clean_checkpoints(args) -> None:
-    from sparselen.resumable import clean
+    from sparselen.training.resumable import clean
 
     for path in clean(args.root, dry_run=args.dry_run):
         print(path)

@@ -4,7 +4,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from sparselen.device import configure_cpu
+
+from sparselen.runtime.device import configure_cpu
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -29,7 +30,7 @@ SMOKE = (DEFAULT_CONFIG, SMOKE_CONFIG)  # the default with the smoke overlay
 
 def smoke_config() -> dict:
     """The configuration the smoke runs use, validated (defaults filled in)."""
-    from sparselen.config import load
+    from sparselen.interface.config import load
 
     return load(SMOKE)
 
@@ -38,7 +39,7 @@ def validated(**sections) -> dict:
     """Config sections as the workflow sees them: validated, every default filled in."""
     from snakemake.utils import validate
 
-    from sparselen.config import SCHEMA
+    from sparselen.interface.config import SCHEMA
 
     config = copy.deepcopy(sections)
     validate(config, str(SCHEMA))

@@ -1,12 +1,12 @@
 """What two test modules need beyond the Python environment, set up by the test command itself
 (``make test`` runs ``python tests/extras.py`` before pytest), cached, so a second run reuses it:
 
-- **the OLMo codebase** (``tests/test_olmo_codebase.py``): the ``ai2-olmo`` wheel, downloaded
+- **the OLMo codebase** (``tests/nn/test_olmo_codebase.py``): the ``ai2-olmo`` wheel, downloaded
   without its dependencies and unpacked under ``.cache/tests/olmo/src`` (only its model and
   config modules are imported), and ``omegaconf``, which they import, installed into a target
   folder of its own (``.cache/tests/olmo/deps``), so neither enters the project's environment
   (ai2-olmo pins numpy < 2 and pulls cloud clients);
-- **headless Chromium** (``tests/test_figures.py``, the report read at its size in a browser):
+- **headless Chromium** (``tests/report/test_figures.py``, the report read at its size in a browser):
   Debian's ``chromium`` package, installed with apt-get where this process may (root).
 
 Where a step cannot be taken, the reason is written beside the cache and the test that needs

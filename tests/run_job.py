@@ -9,7 +9,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from sparselen.jobs import Job, run  # noqa: E402
+from sparselen.interface.job import Job  # noqa: E402
+from sparselen.jobs.dispatch import run  # noqa: E402
 
 logging.basicConfig(level=logging.INFO, stream=sys.stderr)
 spec = json.loads(sys.argv[1])

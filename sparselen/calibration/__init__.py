@@ -10,7 +10,10 @@ failure mode the criteria must not credit), where any "holds" is a false one; or
 
 A replicate's final verdict is what the report would print. The stability check can only turn a
 decided verdict into "inconclusive", so it is run only where it can change a rate: on a decided
-"holds", and, where the claim is true, on a decided "does not hold"."""
+"holds", and, where the claim is true, on a decided "does not hold".
+
+The calibration layer, just below ``cli``. May import: ``estimate``, ``report``, ``jobs``, the
+four slices and every layer below them."""
 
 from __future__ import annotations
 
@@ -21,8 +24,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from sparselen.stats import Resampling
-from sparselen.verdicts import FAILS, HOLDS, INCONCLUSIVE, Settings, combine
+from sparselen.report import claims as cl
+from sparselen.statistics.stats import Resampling
+from sparselen.statistics.verdicts import FAILS, HOLDS, INCONCLUSIVE, Settings, combine
 
 FALSE, TRUE = "claim false", "claim true"
 MAX_FALSE_HOLDS = 0.05  # the rate of false "holds" a claim's test may have at a shipped config's sizes
@@ -66,8 +70,6 @@ class Scenario:
 
 
 def claim_of(claim_id: str):
-    from sparselen.report import claims as cl  # the claims import this package's power model
-
     return next(c for c in cl.CLAIMS if c.id == claim_id)
 
 
@@ -79,8 +81,6 @@ def final_verdict(scenario: Scenario, sizes: Sizes, rng: np.random.Generator, re
     settings = Settings(resampling.n_boot, resampling.seed, resampling.level, facts.get(claim.slice, {}))
     decided = combine(claim.test(data[claim.slice], settings)).verdict
     if decided == HOLDS or (decided == FAILS and scenario.truth == TRUE):
-        from sparselen.report import claims as cl
-
         t = cl.check(data, resampling, facts, claims=[claim])
         return t[t["group"] == "all"]["verdict"].iloc[0]
     return decided if decided == FAILS else INCONCLUSIVE

@@ -1,5 +1,5 @@
 """Result tables whose truth is known, in the layout of each slice's per-run tables: what the
-claims' tests (``tests/test_claims.py``) and their calibration (``sparselen.calibration``) feed
+claims' tests (``tests/report/test_claims.py``) and their calibration (``sparselen.calibration``) feed
 the claims' own code.
 
 Two kinds of noise. Without ``rng`` a table is fixed: a run's deviation is set by its key
@@ -10,7 +10,6 @@ correct count is binomial on its samples (the calibration's replicates)."""
 from __future__ import annotations
 
 import itertools
-
 import zlib
 
 import numpy as np

@@ -9,15 +9,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sparselen.estimate.flops import Shape
 from sparselen.estimate.profiles import UNITS, Profile
+from sparselen.nn.flops import Shape
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def calibrate(quick: bool = False, threads: int = 1, device: str = "cpu") -> Profile:
     """Fit a profile of this machine's CPU (``threads`` torch threads) from timed training steps
-    (the real trainer, ``sparselen.train.train``, on random tokens: optimizer, schedule, clipping
+    (the real trainer, ``sparselen.training.train.train``, on random tokens: optimizer, schedule, clipping
     and logging included) and no-grad forward passes of a few GPT-NeoX shapes, in process CPU
     time; the fixed costs of real jobs (``job_costs``); and tokenizer rates. About two minutes
     (``quick``: seconds, for tests). ``device="cuda"``: the same on a GPU, timed in wall time
@@ -28,13 +28,12 @@ def calibrate(quick: bool = False, threads: int = 1, device: str = "cpu") -> Pro
     import numpy as np
     import torch
 
-    from sparselen.batch import Batch
-    from sparselen.device import configure_cpu
-    from sparselen.model import GPTNeoX, ModelConfig
-    from sparselen.device import autocast
-    from sparselen.jobs import Runtime
-    from sparselen.run import Run, RunFiles
-    from sparselen.train import OptimConfig, TrainConfig, train
+    from sparselen.interface.job import Runtime
+    from sparselen.interface.run import Run, RunFiles
+    from sparselen.nn.batch import Batch
+    from sparselen.nn.model import GPTNeoX, ModelConfig
+    from sparselen.runtime.device import autocast, configure_cpu
+    from sparselen.training.train import OptimConfig, TrainConfig, train
 
     configure_cpu(threads)
     dev = torch.device(device)
@@ -106,7 +105,8 @@ def calibrate(quick: bool = False, threads: int = 1, device: str = "cpu") -> Pro
                           f"{[(r[0], r[1], round(r[3] * 1e3, 2)) for r in fwd_rows]}")
 
 
-RUN_JOB = "import json, sys; from sparselen.jobs import Job, run; s = json.loads(sys.argv[1]); run(Job.of(s.pop('rule'), **s))"
+RUN_JOB = ("import json, sys; from sparselen.interface.job import Job; from sparselen.jobs import run; "
+           "s = json.loads(sys.argv[1]); run(Job.of(s.pop('rule'), **s))")
 
 
 def job_costs(device: str, threads: int, quick: bool) -> tuple[float, float, float]:
@@ -120,7 +120,7 @@ def job_costs(device: str, threads: int, quick: bool) -> tuple[float, float, flo
 
     import numpy as np
 
-    from sparselen.config import load
+    from sparselen.interface.config import load
 
     def child_cpu(rule, **spec) -> float:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)

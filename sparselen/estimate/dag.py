@@ -24,7 +24,7 @@ BENCHMARKS = "results/benchmarks/"
 @dataclass
 class DagJob:
     rule: str
-    wildcards: SimpleNamespace  # numbers as ints (sparselen.run.typed_wildcards)
+    wildcards: SimpleNamespace  # numbers as ints (sparselen.interface.run.typed_wildcards)
     params: SimpleNamespace
     bench: str  # the benchmark file, relative to results/benchmarks, without .tsv ("" if none)
     runtime_min: float  # resources.runtime of attempt 1
@@ -53,7 +53,7 @@ def workflow_jobs(configfiles=(), profile: Path = PROFILE, targets=("all",)) -> 
     ``load``)."""
     import yaml
 
-    from sparselen.config import DEFAULT_CONFIG
+    from sparselen.interface.config import DEFAULT_CONFIG
 
     settings = yaml.safe_load(Path(profile).read_text())
     files = [Path(f).absolute() for f in list(configfiles) or [DEFAULT_CONFIG]]
@@ -103,10 +103,10 @@ def _dry_run(configfiles: list[Path], profile: dict, targets: set) -> list[dict]
     place that touches Snakemake's internals."""
     from snakemake.api import SnakemakeApi
     from snakemake.settings.enums import Quietness
-    from snakemake.settings.types import (ConfigSettings, DAGSettings, ExecutionSettings, GroupSettings,
-                                          OutputSettings, ResourceSettings)
+    from snakemake.settings.types import (ConfigSettings, DAGSettings, ExecutionSettings, GroupSettings, OutputSettings,
+                                          ResourceSettings)
 
-    from sparselen.run import typed_wildcards
+    from sparselen.interface.run import typed_wildcards
 
     with SnakemakeApi(OutputSettings(quiet={Quietness.ALL}, enable_file_logging=False)) as api:
         wf = api.workflow(ResourceSettings(nodes=profile["jobs"], default_resources=profile["default-resources"]),

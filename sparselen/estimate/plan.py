@@ -1,7 +1,7 @@
 """Every job of the workflow for a config with the work it will do: the jobs are Snakemake's
 (``dag``), each priced by its slice's cost function, named like the step it runs
 (rule ``<slice>_<step>`` -> ``sparselen.<slice>.cost.<step>(job, config) -> Work``), as
-``sparselen.jobs`` runs ``sparselen.<slice>.jobs.<step>``. A stack rule's job
+``sparselen.interface.job`` runs ``sparselen.<slice>.jobs.<step>``. A stack rule's job
 (``<rule>_stack<i>``) is priced from its runs' rule's cost as one job of its runs
 (``stacks.price``). A new rule is priced by a function in its slice's ``cost.py``; one without
 is an error.
@@ -15,8 +15,8 @@ from types import SimpleNamespace
 
 from sparselen.estimate import stacks
 from sparselen.estimate.dag import DagJob
-from sparselen.estimate.flops import Work
-from sparselen.jobs import per_run_rule
+from sparselen.interface.job import per_run_rule
+from sparselen.nn.flops import Work
 
 TARGETS = ("all", "report")  # rules that only gather other jobs' outputs (and fig_<slice>)
 

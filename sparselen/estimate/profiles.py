@@ -24,30 +24,9 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from sparselen.nn.flops import Shape, Term, Work
+from sparselen.runtime.datasheets import GPU_ALIASES, GPUS
 
-@dataclass(frozen=True)
-class GPU:
-    peak_bf16_tflops: float  # dense (no structured sparsity), tensor cores
-    memory_gb: float  # the datasheet's memory
-    source: str
-
-
-# Dense bf16 tensor-core peaks and memory from the vendors' datasheets (the "with sparsity"
-# figures are 2x).
-GPUS = {
-    "h100-sxm": GPU(989.4, 80, "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity, "
-                               "80 GB (SXM5)"),
-    "h100-pcie": GPU(756.0, 80, "NVIDIA H100 datasheet: BF16 Tensor Core 1,513 TFLOPS with sparsity, 80 GB (PCIe)"),
-    "h200": GPU(989.4, 141, "NVIDIA H200 datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (same compute as "
-                            "H100 SXM), 141 GB"),
-    "a100": GPU(312.0, 80, "NVIDIA A100 datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity), A100 80GB "
-                           "(SXM and PCIe)"),
-    "a100-40gb": GPU(312.0, 40, "NVIDIA A100 datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity), A100 40GB"),
-    "l40s": GPU(362.05, 48, "NVIDIA L40S datasheet: BF16 Tensor Core 362.05 TFLOPS (733 with sparsity), 48 GB"),
-    "a10": GPU(125.0, 24, "NVIDIA A10 datasheet: BF16 Tensor Core 125 TFLOPS (250 with sparsity), 24 GB"),
-    "l4": GPU(121.0, 24, "NVIDIA L4 datasheet: BF16 Tensor Core 121 TFLOPS (242 with sparsity), 24 GB"),
-}
-GPU_ALIASES = {"h100": "h100-sxm", "a100-sxm": "a100", "a100-pcie": "a100", "a100-80gb": "a100", "a10g": "a10"}
 # Share of a device's memory a job's tensors may peak at: the CUDA context, library workspaces
 # and the caching allocator's fragmentation take the rest (an assumption, as the utilization).
 USABLE = 0.9
@@ -138,29 +117,6 @@ def gpu_profile(name: str, utilization: float = 0.4, compile: bool = True, cpu: 
         source=g.source + f"; utilization {utilization:g} and overheads assumed (sparselen.estimate.profiles.gpu_profile)")
 
 
-def datasheet_gpu(device_name: str) -> str | None:
-    """The ``GPUS`` entry of a CUDA device name as torch reports it ("NVIDIA H100 80GB HBM3",
-    "NVIDIA A100-SXM4-40GB", "NVIDIA L40S"), or None when none matches."""
-    name = device_name.lower().replace("-", " ")
-    words = name.split()
-    if "nvl" in words:  # H100 NVL: not in GPUS
-        return None
-    for key, test in (("h100-pcie", lambda: "h100" in words and "pcie" in words),
-                      ("h100-sxm", lambda: "h100" in words), ("h200", lambda: "h200" in words),
-                      ("a100-40gb", lambda: "a100" in name and "40gb" in name), ("a100", lambda: "a100" in name),
-                      ("l40s", lambda: "l40s" in words), ("a10", lambda: "a10" in words or "a10g" in words),
-                      ("l4", lambda: "l4" in words)):
-        if test():
-            return key
-    return None
-
-
-def datasheet_peak(device_name: str) -> float | None:
-    """A CUDA device's dense bf16 datasheet peak in FLOP/s (``datasheet_gpu``), or None."""
-    key = datasheet_gpu(device_name)
-    return None if key is None else GPUS[key].peak_bf16_tflops * 1e12
-
-
 # The CPU of the machine this project was developed on (2 cores, one torch thread per job, no
 # other load), fitted by ``calibrate`` (benchmarks/calibrate.py); ``--cpu-profile`` replaces it.
 CPU_DEFAULT = Profile(name="cpu-1-thread (dev machine)", device="cpu", peak_flops=84e9, utilization=1.0,
@@ -190,8 +146,6 @@ def profile_from_throughput(model: dict | None = None, seq_len: int = 0, tokens_
     if flops_per_s is None:
         if tokens_per_s is None or model is None:
             raise ValueError("a throughput profile needs flops_per_s, or tokens_per_s with model and seq_len")
-        from sparselen.estimate.flops import Shape
-
         shape = Shape.of(model, model.get("vocab_size", 0))
         flops_per_s = tokens_per_s * 3 * shape.forward_flops_per_token(max(seq_len, 1))
     b = base or CPU_DEFAULT
@@ -226,3 +180,48 @@ def resolve(gpu: str | None, utilization: float, cpu_profile: str | None, compil
         g = load_profile(gpu)
         return replace(g, units={**cpu.units, **g.units}), cpu
     return gpu_profile(gpu, utilization, compile, cpu), cpu
+
+
+def step_seconds(term: Term, profile: Profile) -> float:
+    """One training step of ``term`` (all its runs, for a stack's): its FLOPs, the step's own
+    overhead and each pass's per-layer kernel launches; for a stack, its runs' batches drawn on
+    the host. A stack on a GPU draws them in a worker process while the device computes
+    (``sparselen.training.stacked.step_batches``), so its step takes the longer of the two; on a CPU it
+    draws each further run's batch after the first, and the times add up."""
+    device = (term.flops / term.calls / profile.rate(term.d_model) + profile.step_s
+              + term.passes * term.n_layer * profile.step_layer_s)
+    if term.runs == 1:
+        return device
+    if profile.device == "gpu":
+        return max(device, term.runs * profile.batch_s)
+    return device + (term.runs - 1) * profile.batch_s
+
+
+def seconds(work: Work, profile: Profile) -> dict:
+    """Predicted seconds of one job: ``seconds`` in all; its resumable part ``train_seconds``
+    (``work.resumable``: what its checkpoints keep, for the resubmission arithmetic);
+    ``busy_seconds``, the part its device spends on its FLOPs (what jobs sharing a GPU add up:
+    ``sparselen.estimate.tables``); ``restart_seconds``, what every attempt pays before any work
+    (start-up; a trained model's compilation)."""
+    trains = any(t.kind == "train" for t in work.terms)
+    restart = profile.job_s + (profile.compile_s if trains else 0.0)
+    total, train, busy = restart, 0.0, 0.0
+    for t in work.terms:
+        flop_s = t.flops / profile.rate(t.d_model)
+        busy += flop_s
+        if t.kind == "train":
+            s = t.calls * step_seconds(t, profile)
+        else:
+            s = flop_s + t.calls * (profile.call_s + t.n_layer * profile.call_layer_s) * (2 if t.kind == "grad" else 1)
+        if t.kind in work.resumable:
+            train += s
+        total += s
+    units = dict(work.units)
+    if work.model_job:
+        units["model_job"] = units.get("model_job", 0.0) + 1
+    for name, amount in units.items():
+        s = amount * profile.units.get(name, UNITS.get(name, 0.0))
+        if name in work.resumable:
+            train += s
+        total += s
+    return {"seconds": total, "train_seconds": train, "busy_seconds": busy, "restart_seconds": restart}

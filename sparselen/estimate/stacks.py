@@ -1,7 +1,7 @@
 """Stacks in the estimate: a stack rule's job (``<rule>_stack<i>``: a slice's ``stack: S`` in
 the workflow, workflow/rules/common.smk ``stack_rules``) trains the S runs of one cell (the
 seeds of one K_train, (task, run) or (law, k) of the small models) as one model
-(``sparselen.stacked``), or evaluates them one after another, priced as one job from one
+(``sparselen.training.stacked``), or evaluates them one after another, priced as one job from one
 run's price (``price``): an evaluation stack pays start-up once and each run's model loading
 and passes.
 
@@ -12,13 +12,13 @@ all S runs:
   batch padded to the longest of the step's (the expected longest of S draws from the run's
   equally likely lengths), or on a GPU, where longer, the S runs' batches drawn on the host
   (``Profile.batch_s`` each) by the worker process that draws them beside the device
-  (``sparselen.stacked.step_batches``; on a CPU they add up); the evaluations it runs (the
+  (``sparselen.training.stacked.step_batches``; on a CPU they add up); the evaluations it runs (the
   theory's GPT runs) one run after another;
 - memory: S times a run's training step (``memory.stacked``); its evaluations run one run at a
   time, each as alone.
 
-``largest_fit`` is the largest S whose every pass fits a device: what the estimate offers when a
-config stacks another number.
+The largest S whose every pass fits a device, what the estimate offers when a config stacks
+another number, is ``stack_size``'s.
 """
 
 from __future__ import annotations
@@ -26,24 +26,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from sparselen.estimate.flops import Term, Work, seconds
-from sparselen.estimate.memory import DEVICES, Peak, stacked
-from sparselen.jobs import per_run_rule
+from sparselen.interface.job import per_run_rule
+from sparselen.nn.flops import Term, Work
+from sparselen.nn.memory import DEVICES, Peak, stacked
 
 if TYPE_CHECKING:
     from sparselen.estimate.dag import DagJob
-    from sparselen.estimate.plan import Job
-    from sparselen.estimate.profiles import Profile
-
-TRAINING = {"parity_train": "parity", "ppc_train": "ppc", "theory_run_gpt": "theory"}  # rules whose runs stack
-
-
-def configured(config: dict) -> dict[str, int]:
-    """Each stacking slice's ``stack`` (1: one run per job)."""
-    return {s: int(config[s].get("stack", 1)) for s in dict.fromkeys(TRAINING.values()) if s in config}
-
 
 def key(slice_: str) -> str:
+    """The config key of a slice's stack size."""
     return f"{slice_}.stack"
 
 
@@ -107,46 +98,3 @@ def seeds_label(seeds: list[int]) -> str:
     if seeds == list(range(seeds[0], seeds[0] + len(seeds))) and len(seeds) > 1:
         return f"{seeds[0]}-{seeds[-1]}"
     return ",".join(map(str, seeds))
-
-
-def cells(jobs: list[Job]) -> dict[tuple, tuple[Work, int]]:
-    """Per (slice, cell) of the training jobs of the slices that stack, per run or in stacks:
-    (one run's work, the cell's number of runs)."""
-    out: dict[tuple, tuple[Work, int]] = {}
-    for j in jobs:
-        rule = per_run_rule(j.dag.rule)
-        if rule in TRAINING:
-            cell = tuple((k, v) for k, v in vars(j.dag.wildcards).items() if k not in ("seed", "seeds"))
-            slice_ = TRAINING[rule]
-            _, n = out.get((slice_, cell), (None, 0))
-            out[(slice_, cell)] = (j.run, n + len(seeds(j.dag) or [0]))
-    return out
-
-
-def largest_fit(jobs: list[Job], usable_bytes: float, kind: str = "gpu") -> dict[str, tuple]:
-    """Per stacking slice, (the largest S up to its largest cell's runs whose every job's
-    passes fit ``usable_bytes`` on ``kind``, that S's largest peak): at least 1."""
-    per_slice: dict[str, list] = {}
-    for (slice_, _), (run, n) in cells(jobs).items():
-        per_slice.setdefault(slice_, []).append((run, n))
-    out = {}
-    for slice_, groups in per_slice.items():
-        for size in range(max(n for _, n in groups), 0, -1):
-            peak = max((stacked_peak(run, size, kind, slice_) for run, _ in groups), key=lambda p: p.bytes if p else 0)
-            if size == 1 or (peak is not None and peak.bytes <= usable_bytes):
-                out[slice_] = (size, peak)
-                break
-    return out
-
-
-def training_hours(jobs: list[Job], sizes: dict[str, int], profile: Profile) -> float:
-    """Device-hours on ``profile`` of the training jobs of the slices of ``sizes`` with each
-    cell's runs in chunks of ``sizes[slice]``, every chunk priced as a stack job (``stack_work``)."""
-    total = 0.0
-    for (slice_, _), (run, n) in cells(jobs).items():
-        if slice_ not in sizes:
-            continue
-        size = sizes[slice_]
-        for first in range(0, n, size):
-            total += seconds(stack_work([run] * min(size, n - first), slice_), profile)["seconds"]
-    return total / 3600

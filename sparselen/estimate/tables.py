@@ -1,6 +1,6 @@
 """The estimate's tables: seconds and peak memory per job on its device, per slice and per job
 type; GPU-hours and submissions with and without packing (small models' groups sharing a GPU:
-``sparselen.packing``); SLURM submissions whose predicted time exceeds their limit, with the
+``sparselen.estimate.packing``); SLURM submissions whose predicted time exceeds their limit, with the
 attempts resuming from checkpoints would take; the errors that make ``sparselen estimate``
 exit non-zero (a job over its device's memory, a job no attempt finishes); predicted against a
 finished run's measured benchmark files. The assumptions behind the numbers are printed with
@@ -12,16 +12,16 @@ from __future__ import annotations
 import math
 import sys
 
-from sparselen.estimate import stacks
+from sparselen.estimate import stack_size, stacks
 from sparselen.estimate.display import hm
-from sparselen.estimate.flops import seconds
-from sparselen.estimate.memory import GiB
 from sparselen.estimate.plan import Job
-from sparselen.estimate.profiles import USABLE, Profile
-from sparselen.jobs import per_run_rule
+from sparselen.estimate.profiles import USABLE, Profile, seconds
+from sparselen.estimate.timeline import PACKED_GROUP, SLURM_PACKED_AT_ONCE, campaign_clock, submission_seconds
+from sparselen.interface.job import per_run_rule
+from sparselen.jobs.slices import runtime_keys
+from sparselen.nn.memory import GiB
 
 DP_EFFICIENCY = 0.9  # assumed: n devices training one model together run n x this as fast as one
-PACKED_GROUP = "packed_model"  # the group of model jobs that share GPUs (workflow/rules/common.smk)
 
 
 def keeps_checkpoints(steps: int, checkpoint_every: int) -> bool:
@@ -98,51 +98,15 @@ def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, r
     return pd.DataFrame(rows)
 
 
-# Rules whose time limit a key of their own sets (workflow/rules/*.smk); other jobs that take
-# resources.runtime take it through job_resources.
-RUNTIME_KEYS = {"theory_run_sfa": "sfa_runtime", "language_tokens": "tokens_runtime",
-                "language_train": "language_runtime", "language_analyze": "language_runtime"}
-
-
 def runtime_key(config: dict, runtime_min: float, rule: str = "") -> str:
-    """The config key that sets a job's time limit: its rule's own key (``RUNTIME_KEYS``) or
-    resources.runtime where its runtime is that key's value, else "" (its rule's own minutes,
-    or the SLURM profile's default-resources)."""
+    """The config key that sets a job's time limit: its rule's own key (its slice's
+    ``RUNTIME_KEYS``) or resources.runtime where its runtime is that key's value, else "" (its
+    rule's own minutes, or the SLURM profile's default-resources)."""
     resources = config.get("resources", {})
-    for key in (RUNTIME_KEYS.get(rule), "runtime"):
+    for key in (runtime_keys().get(rule), "runtime"):
         if key and runtime_min == resources.get(key):
             return f"resources.{key}"
     return ""
-
-
-# How many packed model groups a SLURM submission runs at once. The SLURM executor plugin starts
-# a group job's members one after another (its jobstep runs the group with `--jobs 1`;
-# tests/test_slurm.py shows it and fails when they run side by side), so a packed
-# submission takes the sum of its model groups' times; locally (the local-gpus profile) they
-# run side by side, JOBS_PER_GPU at a time.
-SLURM_PACKED_AT_ONCE = 1
-
-
-def submission_seconds(g, jobs_per_gpu: int | None) -> tuple[float, float]:
-    """(wall seconds, training seconds) of one submission's jobs ``g``: its levels in turn.
-    Unpacked, a level's jobs run side by side, each on its own devices: the longest. Packed
-    (``jobs_per_gpu``: how many share the GPU), as Snakemake stacks them: each level's jobs,
-    longest first, in layers of ``jobs_per_gpu`` run side by side, one layer after another; a
-    layer takes the longer of its longest job and the sum of its jobs' GPU-busy time (they
-    share the GPU's arithmetic; each has its own CPU thread for the rest), and its jobs'
-    training stretches by the same factor."""
-    need = train = 0.0
-    for _, level in g.groupby("level"):
-        if jobs_per_gpu is None:
-            need, train = need + level["seconds"].max(), train + level["train_seconds"].max()
-            continue
-        level = level.sort_values("seconds", ascending=False)
-        for i in range(0, len(level), jobs_per_gpu):
-            layer = level.iloc[i:i + jobs_per_gpu]
-            longest = layer["seconds"].max()
-            wall = max(longest, layer["busy_seconds"].sum())
-            need, train = need + wall, train + layer["train_seconds"].max() * wall / max(longest, 1e-9)
-    return need, train
 
 
 def submissions(df, retries: int = 2, jobs_per_gpu: int = 1, checkpoint_minutes: float = 0.0) -> "pd.DataFrame":
@@ -212,7 +176,7 @@ def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: i
     if jobs_per_gpu > 1:
         how = ("packing.jobs_per_gpu" if pk.get("jobs_per_gpu") else
                f"as many as fit {pk.get('gpu_memory_gib')} GiB by the memory model, at most packing.max_jobs_per_gpu")
-        out.append(f"Packing: {jobs_per_gpu} model groups of the small models (sparselen.packing.PACKED) share a GPU "
+        out.append(f"Packing: {jobs_per_gpu} model groups of the small models (sparselen.estimate.packing.PACKED) share a GPU "
                    f"({how}); side by side they share its arithmetic: a layer takes the longer of its longest job "
                    f"and the sum of its jobs' GPU-busy (FLOP) time")
     else:
@@ -286,8 +250,7 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     job (a small slice's ``stack``) is one row of its runs (``stacks``); ``best_stacks``: the
     largest stacks that fit the GPU, where the config's differ (``stack_choice``)."""
     from sparselen.estimate.display import markdown
-    from sparselen.estimate.timeline import campaign_clock
-    from sparselen.packing import jobs_per_gpu
+    from sparselen.estimate.packing import jobs_per_gpu
 
     err = err or (lambda line: print(line, file=sys.stderr))
     local = gpu is None or not config.get("gpus_per_job", 0) > 0
@@ -329,7 +292,7 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     out(markdown(by_slice))
     out(f"\nPer job type (h:mm: device-hours; max_job: the longest job; "
         + ("runs: the runs its jobs train or evaluate, stack: the most in one job; " if stacked else "")
-        + f"max_mem_gib: the largest predicted peak memory of a job, sparselen.estimate.memory" + (
+        + f"max_mem_gib: the largest predicted peak memory of a job, sparselen.nn.memory" + (
             "; mfu, gpu_busy: a GPU job alone on its GPU" if not local else "") + "):\n")
     out(markdown(by_rule))
     if not local:
@@ -368,8 +331,8 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
 
 
 def stacks_assumption(config: dict, p: Profile) -> str:
-    sizes = ", ".join(f"{stacks.key(s)} {n}" for s, n in stacks.configured(config).items() if n > 1)
-    return (f"Stacks ({sizes}; sparselen.stacked): a stack's job starts, compiles and runs the trainer once; its "
+    sizes = ", ".join(f"{stacks.key(s)} {n}" for s, n in stack_size.configured(config).items() if n > 1)
+    return (f"Stacks ({sizes}; sparselen.training.stacked): a stack's job starts, compiles and runs the trainer once; its "
             f"training step pays its overheads once and the FLOPs of all its runs, each batch padded to the step's "
             f"longest, or, where longer, {p.batch_s * 1e3:.3g} ms a run to draw their batches in a worker process; its "
             f"peak memory is S x a run's training step; an evaluation stack evaluates its runs one after another after "
@@ -378,24 +341,24 @@ def stacks_assumption(config: dict, p: Profile) -> str:
 
 
 def stack_choice(config: dict, jobs: list[Job], gpu: Profile, out=print) -> dict:
-    """Where the largest stack that fits the GPU (``stacks.largest_fit``) differs from a slice's
+    """Where the largest stack that fits the GPU (``stack_size.largest_fit``) differs from a slice's
     configured ``stack``: print it, with the stack jobs' GPU-hours with it and as configured."""
     if not gpu.memory_bytes:
         return {}
-    now = stacks.configured(config)
-    fit = stacks.largest_fit(jobs, gpu.usable_bytes)
+    now = stack_size.configured(config)
+    fit = stack_size.largest_fit(jobs, gpu.usable_bytes)
     best = {s: size for s, (size, _) in fit.items() if size != now.get(s, 1)}
     if not best:
         return {}
     sizes = {s: now.get(s, 1) for s in best}
     out(f"\nStacks: the largest that fit the GPU's {gpu.usable_bytes / GiB:.1f} GiB (up to a cell's seeds; "
-        f"sparselen.stacked, docs/gpu.md):")
+        f"sparselen.training.stacked, docs/gpu.md):")
     for s, size in best.items():
         peak = fit[s][1]
         out(f"  {stacks.key(s)}: {size} (now {sizes[s]}): predicted peak {peak.bytes / GiB:.2f} GiB ({peak.what})")
-    with_them = stacks.training_hours(jobs, best, gpu)
+    with_them = stack_size.training_hours(jobs, best, gpu)
     out(f"  With them: {hm(with_them)} GPU-hours of these slices' training jobs instead of "
-        f"{hm(stacks.training_hours(jobs, sizes, gpu))}")
+        f"{hm(stack_size.training_hours(jobs, sizes, gpu))}")
     return best
 
 
@@ -405,7 +368,6 @@ def compare(df, benchmarks) -> "pd.DataFrame":
     wall time: what a scheduler's time limit counts, and the job's own compute time on a machine
     running one single-threaded job per core (Snakemake's sampled ``cpu_time`` misses part of a
     ``script:`` job's CPU time, so it is not used)."""
-    import pandas as pd
 
     from sparselen.report.ledger import read_benchmarks
 

@@ -7,6 +7,36 @@ from __future__ import annotations
 
 from sparselen.estimate.schedule import Task, critical_chain, wall_clock
 
+PACKED_GROUP = "packed_model"  # the group of model jobs that share GPUs (workflow/rules/common.smk)
+# How many packed model groups a SLURM submission runs at once. The SLURM executor plugin starts
+# a group job's members one after another (its jobstep runs the group with `--jobs 1`;
+# tests/workflow/test_slurm.py shows it and fails when they run side by side), so a packed
+# submission takes the sum of its model groups' times; locally (the local-gpus profile) they
+# run side by side, JOBS_PER_GPU at a time.
+SLURM_PACKED_AT_ONCE = 1
+
+
+def submission_seconds(g, jobs_per_gpu: int | None) -> tuple[float, float]:
+    """(wall seconds, training seconds) of one submission's jobs ``g``: its levels in turn.
+    Unpacked, a level's jobs run side by side, each on its own devices: the longest. Packed
+    (``jobs_per_gpu``: how many share the GPU), as Snakemake stacks them: each level's jobs,
+    longest first, in layers of ``jobs_per_gpu`` run side by side, one layer after another; a
+    layer takes the longer of its longest job and the sum of its jobs' GPU-busy time (they
+    share the GPU's arithmetic; each has its own CPU thread for the rest), and its jobs'
+    training stretches by the same factor."""
+    need = train = 0.0
+    for _, level in g.groupby("level"):
+        if jobs_per_gpu is None:
+            need, train = need + level["seconds"].max(), train + level["train_seconds"].max()
+            continue
+        level = level.sort_values("seconds", ascending=False)
+        for i in range(0, len(level), jobs_per_gpu):
+            layer = level.iloc[i:i + jobs_per_gpu]
+            longest = layer["seconds"].max()
+            wall = max(longest, layer["busy_seconds"].sum())
+            need, train = need + wall, train + layer["train_seconds"].max() * wall / max(longest, 1e-9)
+    return need, train
+
 
 def job_tasks(df) -> list[Task]:
     """One task per job, holding its threads (a local run: every job on this machine's cores)."""
@@ -16,11 +46,9 @@ def job_tasks(df) -> list[Task]:
 
 
 def submission_tasks(df) -> list[Task]:
-    """One task per SLURM submission: its jobs' wall time as ``tables.submission_seconds`` has
+    """One task per SLURM submission: its jobs' wall time as ``submission_seconds`` has
     it, the GPUs it holds (one for packed model groups), waiting on the submissions whose jobs
     its jobs read; a CPU submission holds no GPU and runs on the cluster's CPU nodes."""
-    from sparselen.estimate.tables import PACKED_GROUP, SLURM_PACKED_AT_ONCE, submission_seconds
-
     owner = dict(zip(df["jobid"], df["submission"]))
     tasks = []
     for sub, g in df.groupby("submission", sort=False):

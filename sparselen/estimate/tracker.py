@@ -1,5 +1,5 @@
 """Peak tensor memory of CPU code, measured: what the memory model (``memory``) is checked
-against (benchmarks/memory.py, tests/test_estimate.py).
+against (benchmarks/memory.py, tests/estimate/test_estimate.py).
 
 A ``TorchDispatchMode`` sees every tensor an op returns, forward and backward (the autograd
 engine runs CPU backward ops on the calling thread, under the mode). Bytes are counted per

@@ -16,7 +16,7 @@ from sparselen.language.data import contexts, sample_positions
 from sparselen.language.dependency import greedy, selector_ranking
 from sparselen.language.evaluate import last_token_loss, subset_loss
 from sparselen.language.progress import Progress
-from sparselen.rng import generator
+from sparselen.runtime.rng import generator
 
 PLANTED_COLUMNS = ("distance", "source_first")  # the planted control's dependency rows only
 

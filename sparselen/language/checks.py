@@ -4,9 +4,9 @@ paper-scale config names C4 shards that only exist where it runs)."""
 
 from __future__ import annotations
 
-from sparselen import variants
-from sparselen.config import model_errors
-from sparselen.olmo import POSITION_SCHEMES  # a language model's schemes, GPT-NeoX or OLMo
+from sparselen.interface import variants
+from sparselen.interface.config import model_errors
+from sparselen.nn.olmo import POSITION_SCHEMES  # a language model's schemes, GPT-NeoX or OLMo
 
 
 def config_errors(p: dict) -> list[str]:

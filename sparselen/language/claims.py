@@ -9,9 +9,9 @@ import pandas as pd
 
 from sparselen.language.adjusted import adjusted_difference, shuffled_difference, spline_basis, swapped_in_pairs
 from sparselen.language.sparsity import SPARSE_K, TOKEN, token_sparsity
-from sparselen.stats import ClusterBootstrap, weighted_mean, weighted_median
-from sparselen.verdicts import (FAILS, HOLDS, INCONCLUSIVE, Claim, Result, Settings, both, decide, gate_result,
-                                verdict_result)
+from sparselen.statistics.stats import ClusterBootstrap, weighted_mean, weighted_median
+from sparselen.statistics.verdicts import (FAILS, HOLDS, INCONCLUSIVE, Claim, Result, Settings, both, decide,
+                                           gate_result, verdict_result)
 
 READS = ("screen", "deps", "transfer")  # per-token tables (RUN_TABLES["language"] in the rules)
 

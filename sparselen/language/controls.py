@@ -17,9 +17,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from sparselen.device import autocast
 from sparselen.language.evaluate import last_token_loss
-from sparselen.rng import generator
+from sparselen.runtime.device import autocast
+from sparselen.runtime.rng import generator
 
 
 def planted_contexts(docs: list[torch.Tensor], positions, long: int, span: int,

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import torch
 
-from sparselen import io
-from sparselen.rng import generator
+from sparselen.runtime import io
+from sparselen.runtime.rng import generator
 
 SUFFIXES = (".txt", ".jsonl", ".json.gz")
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import math
 
-from sparselen import variants
-from sparselen.architectures import model_config
-from sparselen.estimate import memory
-from sparselen.estimate.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
+from sparselen.interface import variants
 from sparselen.language.analysis import last_token_batch
+from sparselen.nn import memory
+from sparselen.nn.architectures import model_config
+from sparselen.nn.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
 
 
 def corpus_size(c: dict, chars_per_document: float = 2200.0) -> tuple[float, float, str]:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import torch
 
-from sparselen.batch import Batch
-from sparselen.rng import generator
+from sparselen.nn.batch import Batch
+from sparselen.runtime.rng import generator
 
 
 def load_tokens(path) -> dict:
@@ -22,8 +22,8 @@ def load_tokens(path) -> dict:
     ``language_token_files`` outputs), or a torch file of the same (tests): training stream and
     held-out documents as int64."""
     if str(path).endswith(".json"):
-        from sparselen import io
         from sparselen.language.token_files import load_tokens as load_token_files
+        from sparselen.runtime import io
 
         return load_token_files(io.read_json(path), root=Path(path).parent)
     t = torch.load(path, weights_only=True)

@@ -23,10 +23,10 @@ import math
 import torch
 import torch.nn.functional as F
 
-from sparselen.device import autocast
 from sparselen.language.evaluate import subset_loss
-from sparselen.model import GPTNeoX
-from sparselen.rng import generator
+from sparselen.nn.model import GPTNeoX
+from sparselen.runtime.device import autocast
+from sparselen.runtime.rng import generator
 
 SELECTORS = ("attention", "saliency", "random")
 

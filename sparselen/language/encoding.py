@@ -6,7 +6,7 @@ job's threads (``tokenizer.encode``), and appended to a partial file beside the 
 each chunk a progress file records the documents and bytes done. A killed attempt loses at most
 the chunk in flight: the next truncates the partial file to the recorded bytes, skips the
 recorded documents and goes on, and writes the file an uninterrupted serial encoding writes
-(``tests/test_language.py``). Neither file is a Snakemake output, which Snakemake would delete
+(``tests/language/test_language.py``). Neither file is a Snakemake output, which Snakemake would delete
 with a failed job's outputs; the partial file becomes the output when its split is done, and
 the progress file goes. A progress file of other inputs (tokenizer, corpus file, dtype,
 tokenizers version) is ignored: the split starts over.
@@ -20,9 +20,10 @@ import logging
 import os
 from pathlib import Path
 
-from sparselen import io
-from sparselen.language import corpus, tokenizer as tokenizers
+from sparselen.language import corpus
+from sparselen.language import tokenizer as tokenizers
 from sparselen.language.token_files import append_documents, check_ids_fit
+from sparselen.runtime import io
 
 log = logging.getLogger(__name__)
 CHUNK_CHARS = 4 << 20  # characters per thread in one chunk (a chunk's ids are held as Python lists)

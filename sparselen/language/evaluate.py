@@ -9,8 +9,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from sparselen.device import autocast
-from sparselen.model import GPTNeoX
+from sparselen.nn.model import GPTNeoX
+from sparselen.runtime.device import autocast
 
 
 def position_bins(length: int) -> list[tuple[int, int]]:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sparselen.layout import grid as layout
-from sparselen.provenance import provenance
-from sparselen.tables import read_tables
+from sparselen.presentation.layout import grid as layout
+from sparselen.presentation.tables import read_tables
+from sparselen.runtime.provenance import provenance
 
 CAPTIONS = {
     "language_sparsity": "Sparse dependency on real text. Left: for held-out tokens whose loss drops when the "
@@ -39,7 +39,7 @@ def figures(short: int, long: int, min_benefit: float, table_csv, generalization
             deps_csvs, settings, out) -> None:
     """Both figures; ``out`` has the output paths sparsity_png/pdf and length_png/pdf;
     ``settings``: the claims' Settings (bootstrap and facts), to mark what they do not read."""
-    from sparselen.plotting import save_figure  # matplotlib only where a figure is drawn
+    from sparselen.presentation.plotting import save_figure  # matplotlib only where a figure is drawn
 
     prov = provenance(None, None, tables=[str(table_csv), str(generalization_csv), str(position_csv)])
     screened = read_tables(screen_csvs)
@@ -55,7 +55,7 @@ def not_read(screen: pd.DataFrame, deps: pd.DataFrame, settings) -> str:
     """Why the claims do not read greedy's shares on these runs ("" when they do): the gates of
     L1 and L2, as the report applies them."""
     from sparselen.language.claims import language_benefit, planted_control
-    from sparselen.verdicts import HOLDS
+    from sparselen.statistics.verdicts import HOLDS
 
     for gate in (language_benefit(screen, settings), planted_control(deps, settings)):
         if gate.verdict != HOLDS:
@@ -88,7 +88,7 @@ def sparsity_figure(table: pd.DataFrame, screened: pd.DataFrame, min_benefit: fl
                     unread: str = ""):
     import matplotlib.ticker
 
-    from sparselen.plotting import FIGURE_WIDTH, MIN_TEXT_POINTS, plt
+    from sparselen.presentation.plotting import FIGURE_WIDTH, MIN_TEXT_POINTS, plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 4.0))
     for method, g in table.groupby("method", sort=False):
@@ -129,7 +129,7 @@ def sparsity_figure(table: pd.DataFrame, screened: pd.DataFrame, min_benefit: fl
 
 
 def length_figure(position: pd.DataFrame, generalization: pd.DataFrame, short: int, long: int, unread: str = ""):
-    from sparselen.plotting import FIGURE_WIDTH, MIN_TEXT_POINTS, plt
+    from sparselen.presentation.plotting import FIGURE_WIDTH, MIN_TEXT_POINTS, plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 4.0))
     runs = list(dict.fromkeys(zip(position["context"], position["scheme"])))

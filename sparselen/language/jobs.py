@@ -1,6 +1,6 @@
 """The steps of the ``language_*`` rules (workflow/rules/language.smk), one function each;
 every function receives the rule's named inputs, outputs, params and wildcards
-(sparselen/jobs.py)."""
+(sparselen/interface/job.py)."""
 
 from __future__ import annotations
 
@@ -11,28 +11,31 @@ import numpy as np
 import pandas as pd
 import torch
 
-from sparselen import io
-from sparselen.architectures import model_config
-from sparselen import distributed
-from sparselen.distributed import DataParallel
-from sparselen.jobs import named, runtime
-from sparselen.language import analysis, controls, corpus as corpora, data, encoding, tokenizer as tokenizers
+from sparselen.interface.job import named, runtime
+from sparselen.interface.run import Run, identity, typed_wildcards
+from sparselen.language import TRAINING_CODE, analysis, controls
+from sparselen.language import corpus as corpora
+from sparselen.language import data, encoding
 from sparselen.language import token_files as token_file_format
+from sparselen.language import tokenizer as tokenizers
 from sparselen.language.evaluate import compile_analysis
 from sparselen.language.evaluate import loss_by_position as losses_by_position
 from sparselen.language.evaluate import position_bins
 from sparselen.language.figures import figures as draw_figures
 from sparselen.language.progress import Progress, fingerprint
 from sparselen.language.tables import TABLES
-from sparselen.provenance import provenance
-from sparselen.resumable import ANALYSIS_PROGRESS
-from sparselen.rng import generator
-from sparselen.stats import NONNEGATIVE, t_interval
-from sparselen.run import Run, identity, typed_wildcards
-from sparselen.tables import runs_provenance, write_table
-from sparselen.train import TrainConfig, load_model
-from sparselen.verdicts import Settings
-from sparselen.train import train as train_model
+from sparselen.nn.architectures import model_config
+from sparselen.presentation.tables import runs_provenance, write_table
+from sparselen.runtime import io
+from sparselen.runtime.provenance import provenance
+from sparselen.runtime.rng import generator
+from sparselen.statistics.stats import NONNEGATIVE, t_interval
+from sparselen.statistics.verdicts import Settings
+from sparselen.training import distributed
+from sparselen.training.distributed import DataParallel
+from sparselen.training.resumable import ANALYSIS_PROGRESS
+from sparselen.training.train import TrainConfig, load_model
+from sparselen.training.train import train as train_model
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +103,8 @@ def train(job) -> dict:
     model and scheme (the run's, a variant's resolved), pose, train. With more than one
     process (``language.parallel``: processes per node x nodes) the step starts torchrun and
     runs again in each worker; the workers train the model data-parallel
-    (``sparselen.distributed``)."""
-    run = Run.of(job)
+    (``sparselen.training.distributed``)."""
+    run = Run.of(job, TRAINING_CODE)
     settings = parallel_settings(job)
     if settings["processes"] * settings["nodes"] > 1 and not DataParallel.launched():
         distributed.launch(job, settings["processes"], settings["nodes"])  # this step again, in each worker

@@ -7,7 +7,7 @@ token by token: the file is rewritten atomically after each stage and each analy
 a killed attempt loses at most one token's search, and a resumed analysis gives exactly the
 rows of an uninterrupted one (it reuses what was computed, never recomputes it).
 
-Like a training checkpoint (``sparselen.resumable``) the file is not a Snakemake output, which
+Like a training checkpoint (``sparselen.training.resumable``) the file is not a Snakemake output, which
 Snakemake would delete with a failed job's outputs; the workflow's ``onsuccess`` removes it
 once the job's outputs are recorded. It records a fingerprint of what computes the analysis:
 the rule's params and wildcards, the model file, the held-out tokens and the code of the
@@ -25,13 +25,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from sparselen import io
-from sparselen.resumable import TRAINER, source_fingerprint
+from sparselen.runtime import io
+from sparselen.training.resumable import TRAINER, source_fingerprint
 
 log = logging.getLogger(__name__)
 # the package modules that compute the analysis' numbers: its own, and the models it runs
 CODE = ("language/analysis.py", "language/controls.py", "language/data.py", "language/dependency.py",
-        "language/evaluate.py", "language/progress.py", "modelfile.py", *TRAINER)
+        "language/evaluate.py", "language/progress.py", "training/modelfile.py", *TRAINER)
 
 
 def file_digest(path) -> str:

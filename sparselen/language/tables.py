@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from sparselen.language.sparsity import SPARSE_K, sparsity_level, token_sparsity
-from sparselen.stats import (NONNEGATIVE, bootstrap_ci, cluster_ci, cluster_interval, t_interval, weighted_mean,
-                             weighted_median)
-from sparselen.tables import read_table, read_tables
+from sparselen.presentation.tables import read_table, read_tables
+from sparselen.statistics.stats import (NONNEGATIVE, bootstrap_ci, cluster_ci, cluster_interval, t_interval,
+                                        weighted_mean, weighted_median)
 
 BOOTSTRAP = ("bootstrap", "seed")
 

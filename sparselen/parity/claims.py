@@ -3,7 +3,7 @@ evaluation tables (docs/reconstruction.md, "Claims").
 
 Each test works per K_train (a group) on the runs that fit each k_test <= K_train on the
 training lengths, computes one value per training seed and decides on the Student-t interval
-of those values (``sparselen.stats.t_interval``), floored at their evaluation noise: P2's
+of those values (``sparselen.statistics.stats.t_interval``), floored at their evaluation noise: P2's
 retained margins propagate their cells' binomial noise through the ratio, P1's and P3's ranks
 through redraws of their cells' accuracies (``rank_noise``)."""
 
@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sparselen.calibration import power
-from sparselen.stats import (CORRELATION, binomial_noise, margin_range, ratio_noise, shrunk_accuracy, spearman,
-                             t_interval)
-from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, gate_result, interval_result)
+from sparselen.statistics import power
+from sparselen.statistics.stats import (CORRELATION, binomial_noise, margin_range, ratio_noise, shrunk_accuracy,
+                                        spearman, t_interval)
+from sparselen.statistics.verdicts import FIT, MIN_FITTED_RUNS, Claim, Result, Settings, gate_result, interval_result
 
 READS = ("evals",)  # the per-run tables the tests read (RUN_TABLES["parity"] in the rules)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from sparselen.estimate import memory
-from sparselen.estimate.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
-from sparselen.model import ModelConfig
+from sparselen.nn import memory
+from sparselen.nn.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
+from sparselen.nn.model import ModelConfig
 from sparselen.parity.task import VOCAB
 
 
@@ -53,7 +53,7 @@ def evaluate(job, config) -> Work:
 
 def gpu_peak(config) -> float:
     """The largest predicted GPU peak of a parity model job (every run has the same shapes):
-    how many share a GPU (``sparselen.packing``)."""
+    how many share a GPU (``sparselen.estimate.packing``)."""
     p = config["parity"]
     job = SimpleNamespace(params=SimpleNamespace(model=p["model"], scheme=p["scheme"], pose=p["pose"],
                                                  train=p["train"], batch_tokens=p["eval"]["batch_tokens"]))

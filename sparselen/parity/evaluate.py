@@ -8,8 +8,8 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from sparselen.device import autocast
-from sparselen.model import GPTNeoX
+from sparselen.nn.model import GPTNeoX
+from sparselen.runtime.device import autocast
 
 
 def rows_per_pass(batch_tokens: int, length: int) -> int:

@@ -1,5 +1,5 @@
 """The steps of the ``parity_*`` rules (workflow/rules/parity.smk), one function each; every
-function receives the rule's named inputs, outputs, params and wildcards (sparselen/jobs.py)."""
+function receives the rule's named inputs, outputs, params and wildcards (sparselen/interface/job.py)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import logging
 
 import torch
 
-from sparselen import io
-from sparselen.jobs import runtime
-from sparselen.model import ModelConfig
-from sparselen.parity import report, task
+from sparselen.interface.job import runtime
+from sparselen.interface.run import Run, typed_wildcards
+from sparselen.nn.model import ModelConfig
+from sparselen.parity import TRAINING_CODE, report, task
 from sparselen.parity.evaluate import evaluate_grid
-from sparselen.provenance import provenance
-from sparselen.run import Run, typed_wildcards
-from sparselen.train import TrainConfig, load_model
-from sparselen.train import train as train_model
+from sparselen.runtime import io
+from sparselen.runtime.provenance import provenance
+from sparselen.training.train import TrainConfig, load_model
+from sparselen.training.train import train as train_model
 
 log = logging.getLogger(__name__)
 
@@ -43,12 +43,12 @@ def training(job):
 
 def train(job) -> dict:
     """One model (``training``)."""
-    return train_model(*training(job), Run.of(job))
+    return train_model(*training(job), Run.of(job, TRAINING_CODE))
 
 
 def evaluate(job, device: torch.device | None = None) -> None:
     """One model on the shared evaluation set (params.batch_tokens), on ``device`` (an
-    evaluation stack's, ``sparselen.stacked.run_stack``) or the job's own."""
+    evaluation stack's, ``sparselen.jobs.stacks.run_stack``) or the job's own."""
     dev = device or runtime(job).device
     model, prov = load_model(job.input.model, dev)
     cells = torch.load(job.input.eval_set, weights_only=True)["cells"]

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sparselen.layout import grid as layout, percent, seeds
-from sparselen.provenance import provenance
-from sparselen.tables import read_tables, runs_provenance, summary_table, write_table
+from sparselen.presentation.layout import grid as layout
+from sparselen.presentation.layout import percent, seeds
+from sparselen.presentation.tables import read_tables, runs_provenance, summary_table, write_table
+from sparselen.runtime.provenance import provenance
 
 CELL = ["K_train", "scheme", "k_test", "length"]
 CAPTIONS = {"parity": "Sparse parity. Each panel is one model size of the task, K_train: models trained on "
@@ -25,7 +26,7 @@ def table(eval_csvs, out_csv, out_md, facts: dict) -> pd.DataFrame:
     """Per cell: accuracy over seeds, and ``n_fit``, the seeds whose model fits its (K_train,
     k_test) on the training lengths (``facts``: the parity claims' facts), as the claims count them."""
     from sparselen.parity.claims import accuracies
-    from sparselen.verdicts import Settings
+    from sparselen.statistics.verdicts import Settings
 
     df = read_tables(eval_csvs)
     fit = accuracies(df, Settings(facts=facts)).groupby(["K_train", "k_test"])["fit"].sum().rename("n_fit")
@@ -53,7 +54,7 @@ def figure(table_csv, facts: dict, out_png, out_pdf) -> None:
     """Accuracy per (k_test, length), one heatmap per K_train; the trained sparsities and
     lengths boxed (``facts``: the parity claims' facts of the config run, its training lengths),
     the untrained sparsities hatched."""
-    from sparselen.plotting import plot_heatmaps, save_figure  # matplotlib only where a figure is drawn
+    from sparselen.presentation.plotting import plot_heatmaps, save_figure  # matplotlib only where a figure is drawn
 
     t = pd.read_csv(table_csv)
     lo, hi = facts["train_lengths"]

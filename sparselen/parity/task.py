@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
-from sparselen.batch import Batch
-from sparselen.rng import generator
+from sparselen.nn.batch import Batch
+from sparselen.runtime.rng import generator, uniform_subsets
 
 VOCAB = ("0", "1", "-", "+", "=", "<pad>")
 ZERO, ONE, MINUS, PLUS, QUERY, PAD = range(len(VOCAB))
@@ -34,15 +34,6 @@ class ParitySamples:
     def query_index(self) -> torch.Tensor:
         """Index of the ``=`` token, where the answer is predicted."""
         return 2 * self.l
-
-
-def uniform_subsets(l: torch.Tensor, k: torch.Tensor, max_l: int, g: torch.Generator) -> torch.Tensor:
-    """A uniform k_i-subset of {0..l_i-1} per row, as a (n, max_l) bool mask."""
-    n = l.shape[0]
-    scores = torch.rand(n, max_l, generator=g)
-    scores[torch.arange(max_l)[None, :] >= l[:, None]] = 2.0  # never chosen
-    ranks = scores.argsort(dim=1).argsort(dim=1)
-    return ranks < k[:, None]
 
 
 def sample(l: torch.Tensor, k: torch.Tensor, g: torch.Generator) -> ParitySamples:

@@ -1,7 +1,17 @@
 """Position coupling and Predictive Position Coupling (docs/reconstruction.md, "Position
 coupling and PPC"): tasks, generation-based evaluation, tables and figure, and the steps the
-workflow's ``ppc_*`` rules run."""
+workflow's ``ppc_*`` rules run.
+
+A slice, one of four independent ones. May import: ``training``, ``presentation``,
+``interface``, ``nn``, ``statistics``, ``runtime``; never another slice, nor ``jobs``,
+``report``, ``estimate``, ``calibration`` or ``cli``."""
 
 # What builds this slice's trainings (their batches and models), besides the trainer: an edit
-# here discards in-flight checkpoints, an edit elsewhere keeps them (sparselen/resumable.py).
-TRAINING_CODE = ('ppc/tasks', 'ppc/samples.py', 'ppc/runs.py', 'ppc/jobs.py', 'variants.py')
+# here discards in-flight checkpoints, an edit elsewhere keeps them (sparselen/training/resumable.py).
+TRAINING_CODE = ('ppc/tasks', 'ppc/samples.py', 'ppc/runs.py', 'ppc/jobs.py', 'interface/variants.py')
+# What the workflow's machinery knows of this slice's rules beyond their step and cost functions
+# (sparselen.jobs.slices): the steps whose runs a stack job trains as one model (config
+# ``ppc.stack``), each with the step its runs' jobs then run alone (None: none); the steps
+# whose time limit a config key of their own (under ``resources``) sets.
+STACKED = {"train": None}
+RUNTIME_KEYS = {}

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from sparselen import variants
-from sparselen.config import model_errors
-from sparselen.model import POSITION_SCHEMES
+from sparselen.interface import variants
+from sparselen.interface.config import model_errors
+from sparselen.nn.model import POSITION_SCHEMES
 from sparselen.ppc.runs import task_model
 from sparselen.ppc.tasks import sampler_params, task_kind, task_module
-from sparselen.train import micro_batch_errors
-
+from sparselen.training.train import micro_batch_errors
 
 # Per task: the key that must cover the largest size (and why), and a [fewest, most] range key.
 SIZED_KEYS = {

@@ -3,7 +3,7 @@ per-run evaluation tables (docs/reconstruction.md, "Claims").
 
 Each test works per task (a group) on the runs that fit their training sizes and compares
 schemes at the largest evaluated size by Welch's t interval over the runs' exact match
-(``sparselen.stats.welch_interval``, floored at each run's evaluation noise); the best baseline
+(``sparselen.statistics.stats.welch_interval``, floored at each run's evaluation noise); the best baseline
 is chosen on each run's validation samples, drawn apart from the test samples it is then
 compared on. What a task is to each claim
 follows from its module, at the sampler's settings (``task_facts``): C1 is decided on tasks
@@ -18,12 +18,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sparselen.calibration import power
 from sparselen.ppc.tasks import sampler_params, task_module
-from sparselen.stats import (DIFFERENCE, binomial_noise, margin_range, ratio_noise, t_interval,
-                            welch_interval)
-from sparselen.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide, gate_result,
-                                verdict_result)
+from sparselen.statistics import power
+from sparselen.statistics.stats import DIFFERENCE, binomial_noise, margin_range, ratio_noise, t_interval, welch_interval
+from sparselen.statistics.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide, gate_result,
+                                           verdict_result)
 
 READS = ("evals",)  # the per-run tables the tests read (RUN_TABLES["ppc"] in the rules)
 

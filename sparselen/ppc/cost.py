@@ -9,10 +9,10 @@ import json
 from functools import lru_cache
 from types import SimpleNamespace
 
-from sparselen import variants
-from sparselen.estimate import memory
-from sparselen.estimate.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
-from sparselen.model import ModelConfig
+from sparselen.interface import variants
+from sparselen.nn import memory
+from sparselen.nn.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
+from sparselen.nn.model import ModelConfig
 from sparselen.ppc.runs import run_model
 from sparselen.ppc.tasks import sampler_params, task_module
 
@@ -63,11 +63,11 @@ def gpu_peak(config) -> float:
     """The largest predicted GPU peak of a PPC model job, over tasks and runs: the training
     step (``train``) and generation of a batch of the longest evaluated prompts and responses
     (a bound of ``evaluate``'s, from 16 samples of the largest size: cheap enough to compute
-    whenever the workflow is read): how many share a GPU (``sparselen.packing``)."""
+    whenever the workflow is read): how many share a GPU (``sparselen.estimate.packing``)."""
     import torch
 
     from sparselen.ppc.runs import run_task_config
-    from sparselen.rng import generator
+    from sparselen.runtime.rng import generator
 
     p, peaks = config["ppc"], []
     for task in p["tasks"]:
@@ -125,7 +125,7 @@ def _eval_set(task: str, sampler: dict, sizes: list, ev: dict) -> tuple[int, lis
 def _cached_eval_set(task: str, settings: str) -> tuple[int, list]:
     import torch
 
-    from sparselen.rng import generator
+    from sparselen.runtime.rng import generator
 
     sampler, sizes, ev = json.loads(settings)
     calls, n_samples = [], 0

@@ -20,9 +20,9 @@ import logging
 
 import torch
 
-from sparselen.device import autocast
 from sparselen.ppc.generate import generate
 from sparselen.ppc.samples import Samples
+from sparselen.runtime.device import autocast
 
 log = logging.getLogger(__name__)
 COUNTS = ("tokens", "ids", "both", "ended", "first_id", "beyond", "both_beyond", "first_id_beyond")

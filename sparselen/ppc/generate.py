@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from sparselen.model import GPTNeoX
+from sparselen.nn.model import GPTNeoX
 
 COUPLED = ("coupled", "ppc")
 

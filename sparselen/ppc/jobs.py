@@ -1,5 +1,5 @@
 """The steps of the ``ppc_*`` rules (workflow/rules/ppc.smk), one function each; every
-function receives the rule's named inputs, outputs, params and wildcards (sparselen/jobs.py).
+function receives the rule's named inputs, outputs, params and wildcards (sparselen/interface/job.py).
 
 Every task is trained on short inputs with each scheme and evaluated by greedy generation on
 inputs up to several times longer."""
@@ -11,20 +11,21 @@ import logging
 import pandas as pd
 import torch
 
-from sparselen import io, variants
-from sparselen.jobs import runtime
-from sparselen.model import ModelConfig
-from sparselen.ppc import report
-from sparselen.ppc.runs import run_model
+from sparselen.interface import variants
+from sparselen.interface.job import runtime
+from sparselen.interface.run import Run, typed_wildcards
+from sparselen.nn.model import ModelConfig
+from sparselen.ppc import TRAINING_CODE, report
 from sparselen.ppc.evaluate import evaluate_cells
 from sparselen.ppc.generate import COUPLED
+from sparselen.ppc.runs import run_model
 from sparselen.ppc.samples import random_offsets, skip_ids, to_batch
 from sparselen.ppc.tasks import sampler_params, task_module
-from sparselen.provenance import provenance
-from sparselen.rng import generator
-from sparselen.run import Run, typed_wildcards
-from sparselen.train import TrainConfig, load_model
-from sparselen.train import train as train_model
+from sparselen.runtime import io
+from sparselen.runtime.provenance import provenance
+from sparselen.runtime.rng import generator
+from sparselen.training.train import TrainConfig, load_model
+from sparselen.training.train import train as train_model
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +95,13 @@ def training(job):
 
 def train(job) -> dict:
     """One model (``training``)."""
-    return train_model(*training(job), Run.of(job))
+    return train_model(*training(job), Run.of(job, TRAINING_CODE))
 
 
 def evaluate(job, device: torch.device | None = None) -> None:
     """One model by generation on its task's evaluation set (params.batch_size), to its task's
     end-of-response token: the test cells (``split`` test) and the validation cell (``split``
-    validation). ``device``: an evaluation stack's (``sparselen.stacked.run_stack``), else the
+    validation). ``device``: an evaluation stack's (``sparselen.jobs.stacks.run_stack``), else the
     job's own."""
     dev = device or runtime(job).device
     model, prov = load_model(job.input.model, dev)

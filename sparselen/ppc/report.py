@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sparselen.layout import grid as layout, percent, seeds
 from sparselen.ppc.tasks import task_module
-from sparselen.provenance import provenance
-from sparselen.stats import summarize
-from sparselen.tables import read_tables, runs_provenance, write_table
+from sparselen.presentation.layout import grid as layout
+from sparselen.presentation.layout import percent, seeds
+from sparselen.presentation.tables import read_tables, runs_provenance, write_table
+from sparselen.runtime.provenance import provenance
+from sparselen.statistics.stats import summarize
 
 SCHEME_STYLES = {"nope": {"color": "tab:gray"}, "rope": {"color": "tab:orange"}, "pose": {"color": "tab:purple"},
                  "coupled": {"color": "tab:blue"}, "ppc": {"color": "tab:green"}}
@@ -95,7 +96,7 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
 def figure(table_csv, train_max_sizes: dict, out_png, out_pdf) -> None:
     """One panel per task, one curve per run's exact match; dashed grey line = longest
     training size. PPC's id diagnostics are the table's (they sat on the lines at 1.0)."""
-    from sparselen.plotting import plot_panels, save_figure  # matplotlib only where a figure is drawn
+    from sparselen.presentation.plotting import plot_panels, save_figure  # matplotlib only where a figure is drawn
 
     t = pd.read_csv(table_csv)
     t = t[t["metric"] == "exact_match"].assign(curve=lambda d: d["scheme"])

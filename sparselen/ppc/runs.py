@@ -3,7 +3,7 @@ variant's), its seeds and the task settings it depends on."""
 
 from __future__ import annotations
 
-from sparselen import variants
+from sparselen.interface import variants
 
 
 def task_model(model: dict, task_cfg: dict) -> dict:

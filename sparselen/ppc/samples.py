@@ -6,7 +6,7 @@ each response token's id is the id of the prompt token it is coupled to. Trainin
 ids of both parts (shifted by a random start offset, so that large ids are trained too); at
 test time only the prompt's ids are given and a PPC model predicts the rest.
 
-Alignment, as in ``sparselen.batch``: ``labels[:, t]`` is the token at t+1 and
+Alignment, as in ``sparselen.nn.batch``: ``labels[:, t]`` is the token at t+1 and
 ``position_labels[:, t]`` its position id, both only where t+1 is a response token (every
 response token's id is a target, the last one's included).
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sparselen.batch import IGNORE, Batch
+from sparselen.nn.batch import IGNORE, Batch
 
 # The layout of a saved evaluation set (``Samples``' fields, what is scored); part of the
 # evaluation sets' rule params, so a change rebuilds them and reruns every evaluation.

@@ -17,7 +17,7 @@ from typing import Callable
 
 import pandas as pd
 
-from sparselen.verdicts import FAILS, HOLDS, INCONCLUSIVE, NOT_RUN
+from sparselen.statistics.verdicts import FAILS, HOLDS, INCONCLUSIVE, NOT_RUN
 
 NOT_DECIDABLE = "not decidable on this config"
 STATES = (HOLDS, FAILS, INCONCLUSIVE, NOT_DECIDABLE, NOT_RUN)

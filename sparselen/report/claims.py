@@ -3,7 +3,7 @@ claims table of the report.
 
 Each slice declares its claims in ``sparselen/<slice>/claims.py`` (``CLAIMS``, the per-run
 tables they read, ``READS``, and the facts of the config run they need, ``facts``); the
-verdict machinery is ``sparselen.verdicts`` and the statistics ``sparselen.stats``. Adding a
+verdict machinery is ``sparselen.statistics.verdicts`` and the statistics ``sparselen.statistics.stats``. Adding a
 claim touches its slice's claims module and docs/reconstruction.md only.
 """
 
@@ -16,12 +16,13 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from sparselen.config import SLICES
+from sparselen.interface.config import SLICES
 from sparselen.report.answer import NOT_DECIDABLE, answer, brief, clip, deciding, state
 from sparselen.report.framing import tag
 from sparselen.report.headline import headline
-from sparselen.stats import Resampling
-from sparselen.verdicts import FAILS, HOLDS, INCONCLUSIVE, NOT_RUN, Result, Settings, combine, stability, units_of
+from sparselen.statistics.stats import Resampling
+from sparselen.statistics.verdicts import (FAILS, HOLDS, INCONCLUSIVE, NOT_RUN, Result, Settings, combine, stability,
+                                           units_of)
 
 
 def slice_claims(name: str):
@@ -121,7 +122,7 @@ def error_rates(sections: dict, claims=CLAIMS, table: dict | None = None) -> dic
     """Per claim of a slice in ``sections`` (slice -> its validated config section), its error
     rates at this config's sizes, worded: the calibration's false "holds" (``calibration.rates``)
     and the power at the measured effect (none where no spread was measured)."""
-    from sparselen.calibration import rates as cr
+    from sparselen.statistics import rates as cr
 
     table = cr.load() if table is None else table
     out = {}

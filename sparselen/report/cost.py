@@ -4,7 +4,7 @@ params) and the validated config."""
 
 from __future__ import annotations
 
-from sparselen.estimate.flops import Work, aggregate
+from sparselen.nn.flops import Work, aggregate
 
 
 def claims(job, config) -> Work:
@@ -13,7 +13,7 @@ def claims(job, config) -> Work:
     share is within Monte Carlo error of the line); the seed-level claims' t intervals cost
     next to nothing."""
     # imported here, when a claims job is priced: the stability check's resampling sizes
-    from sparselen.verdicts import DOCUMENT_DRAWS, STABILITY_BOOT
+    from sparselen.statistics.verdicts import DOCUMENT_DRAWS, STABILITY_BOOT
 
     replicates = job.params.report["bootstrap"] + DOCUMENT_DRAWS[0] * STABILITY_BOOT
     return aggregate().unit("claims_replicate", replicates)

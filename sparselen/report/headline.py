@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from sparselen.verdicts import FIT, Settings
+from sparselen.statistics.verdicts import FIT, Settings
 
 
 def _pct(values) -> str:

@@ -15,8 +15,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from sparselen import io
-from sparselen.provenance import config_hash
+from sparselen.runtime import io
+from sparselen.runtime.provenance import config_hash
 
 EXPERIMENTS = ("parity", "ppc", "language", "theory")
 

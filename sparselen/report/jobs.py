@@ -1,6 +1,6 @@
 """The steps of the ``report_*`` rules (workflow/rules/report.smk): claims check,
 hyperparameter tables, compute ledger and the Markdown/HTML reproduction report; every
-function receives the rule's named inputs, outputs, params and wildcards (sparselen/jobs.py)."""
+function receives the rule's named inputs, outputs, params and wildcards (sparselen/interface/job.py)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from sparselen import io
-from sparselen.config import load as load_config
-from sparselen.provenance import provenance
+from sparselen.interface.config import load as load_config
+from sparselen.presentation.tables import read_tables
 from sparselen.report import claims as cl
 from sparselen.report import hyperparams as hp
 from sparselen.report import ledger as ledgers
 from sparselen.report import render as renderer
-from sparselen.stats import Resampling
-from sparselen.tables import read_tables
+from sparselen.runtime import io
+from sparselen.runtime.provenance import provenance
+from sparselen.statistics.stats import Resampling
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 one per job, written by Snakemake), summed as wall time, CPU time and peak memory (max_rss)
 per rule and per figure (a figure = its slice's whole DAG), with each training's model FLOP
 utilisation (``mfu``) where its summary reports one (``train_summary.json``, matched to its
-benchmark file by the job name they share: ``sparselen.run.log_name``). Wall time is a job's
+benchmark file by the job name they share: ``sparselen.interface.run.log_name``). Wall time is a job's
 full time; Snakemake samples CPU time every 30 s after a job's first 15 s and records the last
 sample, so ``cpu_s`` can miss up to 30 s per job. The estimate before launch is
 ``sparselen.estimate``.
@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sparselen import io
+from sparselen.runtime import io
 
 BENCH_COLUMNS = {"s": "wall_s", "cpu_time": "cpu_s", "max_rss": "max_rss_mb"}
 

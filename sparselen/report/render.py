@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sparselen import io
-from sparselen.layout import grid, hms
-from sparselen.provenance import provenance
+from sparselen.presentation.layout import grid, hms
 from sparselen.report.answer import COLORS, NOT_DECIDABLE, NOT_RUN, STATES, counts_line
 from sparselen.report.claims import fmt_value
 from sparselen.report.framing import CRITERIA, SOURCES, TAGS, glossary_section, quote_line
-from sparselen.verdicts import FAILS, HOLDS, UNSTABLE
+from sparselen.runtime import io
+from sparselen.runtime.provenance import provenance
+from sparselen.statistics.verdicts import FAILS, HOLDS, UNSTABLE
 
 REPORT_WIDTH_PX = 1100  # the report's text column (CSS px): a wider figure is shown scaled down to it
 TITLE = "Reproduction report: The Role of Sparsity for Length Generalization in Transformers"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from sparselen.config import model_errors
+from sparselen.interface.config import model_errors
 from sparselen.theory.task import eval_lengths, planted_config, valid_lengths
-from sparselen.train import micro_batch_errors
+from sparselen.training.train import micro_batch_errors
 
 
 def config_errors(t: dict) -> list[str]:

@@ -4,7 +4,7 @@ is decided on the GPT's runs (on the idealized model it holds by construction).
 
 Each test works per (model, k) on the runs that fit at Lbar = L, with one value per training
 seed: a Student-t interval over seeds for one law, Welch's t interval to compare two laws,
-accuracies floored at their evaluation noise (``sparselen.stats.binomial_noise``)."""
+accuracies floored at their evaluation noise (``sparselen.statistics.stats.binomial_noise``)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from sparselen.calibration import power
+from sparselen.statistics import power
+from sparselen.statistics.stats import DIFFERENCE, binomial_noise, margin_range, ratio_noise, t_interval, welch_interval
+from sparselen.statistics.verdicts import (FAILS, FIT, INCONCLUSIVE, MIN_FITTED_RUNS, Claim, Result, Settings, both,
+                                           decide, gate_result, interval_result, verdict_result)
 from sparselen.theory import sfa_seeds
-from sparselen.stats import DIFFERENCE, binomial_noise, margin_range, ratio_noise, t_interval, welch_interval
-from sparselen.verdicts import (FAILS, FIT, INCONCLUSIVE, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide,
-                                gate_result, interval_result, verdict_result)
 
 READS = ("evals",)  # the per-run tables the tests read (RUN_TABLES["theory"] in the rules)
 

@@ -8,9 +8,9 @@ import math
 from functools import lru_cache
 from types import SimpleNamespace
 
-from sparselen.estimate import memory
-from sparselen.estimate.flops import Shape, Work, aggregate, chunks, mean, micro_steps, train_work
-from sparselen.model import ModelConfig
+from sparselen.nn import memory
+from sparselen.nn.flops import Shape, Work, aggregate, chunks, mean, micro_steps, train_work
+from sparselen.nn.model import ModelConfig
 from sparselen.theory.runs import law_gpt
 from sparselen.theory.task import eval_lengths, planted_config, valid_lengths
 
@@ -44,7 +44,7 @@ def run_gpt(job, config) -> Work:
 
 def gpu_peak(config) -> float:
     """The largest predicted GPU peak of a GPT run of the theory slice (every law and k):
-    how many share a GPU (``sparselen.packing``)."""
+    how many share a GPU (``sparselen.estimate.packing``)."""
     t = config["theory"]
     peaks = []
     for dist in t["distributions"]:

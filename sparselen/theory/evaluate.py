@@ -3,12 +3,12 @@ the paper's bound controls) and 0-1 error, on samples shared by every model."""
 
 from __future__ import annotations
 
+import pandas as pd
 import torch
 import torch.nn.functional as F
-import pandas as pd
 
-from sparselen.device import autocast
-from sparselen.rng import generator
+from sparselen.runtime.device import autocast
+from sparselen.runtime.rng import generator
 from sparselen.theory.sfa import SFAModel
 from sparselen.theory.task import PlantedConfig, sample
 

@@ -1,5 +1,5 @@
 """The steps of the ``theory_*`` rules (workflow/rules/theory.smk), one function each; every
-function receives the rule's named inputs, outputs, params and wildcards (sparselen/jobs.py).
+function receives the rule's named inputs, outputs, params and wildcards (sparselen/interface/job.py).
 
 A run trains and evaluates in one job: the evaluation takes seconds, while a separate job
 would pay another interpreter start for every run of the grid."""
@@ -12,18 +12,20 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from sparselen import io
-from sparselen.model import ModelConfig
-from sparselen.modelfile import save_state
-from sparselen.provenance import config_hash, provenance
-from sparselen.resumable import CHECKPOINT
-from sparselen.theory import report
+from sparselen.interface.run import Run
+from sparselen.interface.run import identity as run_identity
+from sparselen.interface.run import typed_wildcards
+from sparselen.nn.model import ModelConfig
+from sparselen.runtime import io
+from sparselen.runtime.provenance import config_hash, provenance
+from sparselen.theory import TRAINING_CODE, report
 from sparselen.theory.evaluate import evaluate, gpt_predict, sfa_predict
 from sparselen.theory.sfa import sfa_window, train_sfa
 from sparselen.theory.task import eval_lengths, gpt_batches, planted_config, valid_lengths
-from sparselen.run import Run, identity as run_identity, typed_wildcards
-from sparselen.train import TrainConfig, load_model
-from sparselen.train import train as train_model
+from sparselen.training.modelfile import save_state
+from sparselen.training.resumable import CHECKPOINT
+from sparselen.training.train import TrainConfig, load_model
+from sparselen.training.train import train as train_model
 
 log = logging.getLogger(__name__)
 
@@ -82,14 +84,14 @@ def training(job):
 
 def run_gpt(job) -> None:
     """A GPT-NeoX (``training``), then its evaluation (``evaluate_gpt``)."""
-    run = Run.of(job)
+    run = Run.of(job, TRAINING_CODE)
     train_model(*training(job), run)
     evaluate_gpt(job, run.runtime.device)
 
 
 def evaluate_gpt(job, device: torch.device) -> None:
     """A trained GPT run's evaluation at every ratio's length (also each run of a stack job:
-    ``sparselen.stacked.run_stack``)."""
+    ``sparselen.jobs.stacks.run_stack``)."""
     pc, _, targets = _setting(job)
     wildcards = typed_wildcards(job)
     scheme = job.params.gpt["schemes"][wildcards["distribution"]]

@@ -9,10 +9,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from sparselen.layout import grid as layout, percent, seeds
-from sparselen.provenance import provenance
-from sparselen.stats import summarize, t_interval
-from sparselen.tables import read_tables, runs_provenance, write_table
+from sparselen.presentation.layout import grid as layout
+from sparselen.presentation.layout import percent, seeds
+from sparselen.presentation.tables import read_tables, runs_provenance, write_table
+from sparselen.runtime.provenance import provenance
+from sparselen.statistics.stats import summarize, t_interval
+
 
 def fit_slopes(table: pd.DataFrame, floor: float) -> pd.DataFrame:
     """Per (model, distribution, k): the least-squares slope of log(log loss) on log(Lbar/L),
@@ -93,7 +95,7 @@ def figure(eval_csvs, train_max_length: int, floor: float, out_png, out_pdf) -> 
     import matplotlib.ticker
     from matplotlib.lines import Line2D
 
-    from sparselen.plotting import FIGURE_WIDTH, MIN_TEXT_POINTS, plt, save_figure
+    from sparselen.presentation.plotting import FIGURE_WIDTH, MIN_TEXT_POINTS, plt, save_figure
 
     t = log_summary(read_tables(eval_csvs), floor)
     models = [m for m in MODELS if m in set(t["model"])]

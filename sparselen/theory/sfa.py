@@ -18,7 +18,7 @@ and the offsets delta_j = p(i_j) - p(i_1), j >= 2, each with its own learned emb
     out(q)   = sum_t softmax_t(<Q x_q, key(t)> / sqrt(d_head)) value(t)
 
 over tuples whose tokens all sit at or before the query. With k = 1 there are no offsets and
-no MLP is needed: this is exactly one causal softmax attention head (``tests/test_theory_sfa.py``
+no MLP is needed: this is exactly one causal softmax attention head (``tests/theory/test_theory_sfa.py``
 checks it against ``torch.nn.functional.scaled_dot_product_attention``).
 """
 
@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
-
 import logging
+import math
 import sys
 import time
 
@@ -37,9 +36,10 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from sparselen import modelfile
-from sparselen.rng import generator
+from sparselen.runtime.rng import generator
+from sparselen.theory import TRAINING_CODE
 from sparselen.theory.task import PlantedConfig, sample, spread_in_ids
+from sparselen.training import modelfile
 
 log = logging.getLogger(__name__)
 
@@ -192,9 +192,9 @@ def train_sfa(pc: PlantedConfig, cfg: dict, lengths: list[int], seed: int, windo
 
 
 def _training_code() -> str:
-    from sparselen.resumable import code_fingerprint, training_code
+    from sparselen.training.resumable import code_fingerprint
 
-    return code_fingerprint(*training_code("theory"))
+    return code_fingerprint(*TRAINING_CODE)
 
 
 def _resume(checkpoint, key: dict, model, opt, sched) -> tuple[int, list]:

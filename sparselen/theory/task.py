@@ -35,8 +35,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from sparselen.batch import IGNORE, Batch
-from sparselen.rng import generator
+from sparselen.nn.batch import IGNORE, Batch
+from sparselen.runtime.rng import generator
 
 POSITION_LAWS = ("local", "nonlocal", "coupled")
 LABELS = ("sum_mod", "first", "max")
@@ -203,7 +203,7 @@ def eval_lengths(L: int, ratios) -> dict:
 
 
 def gpt_batches(pc: PlantedConfig, lengths: list[int], batch_size: int, seed: int, coupled: bool, max_id: int):
-    """``batch_fn(step) -> Batch`` for ``sparselen.train.train``: loss on the query position only.
+    """``batch_fn(step) -> Batch`` for ``sparselen.training.train.train``: loss on the query position only.
 
     For coupled ids [ours: PoSE (Zhu et al. 2024) carried over to coupled ids]: every id of a
     sample is shifted by a random start, the in-block ids from a random cut on by a random skip

@@ -8,12 +8,13 @@ import snakemake.iocontainers
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-import sparselen.config
-import sparselen.packing
-import sparselen.provenance
+import sparselen.estimate.packing
+import sparselen.interface.config
+import sparselen.jobs.checks
 import sparselen.report.claims
-import sparselen.resumable
-from sparselen.model import POSITION_SCHEMES
+import sparselen.runtime.provenance
+import sparselen.training.resumable
+from sparselen.nn.model import POSITION_SCHEMES
 
 SCHEMA = "../schemas/config.schema.yaml"
 CONFIG_SOURCE = ", ".join(map(str, workflow.configfiles)) or "config.yaml"
@@ -21,17 +22,19 @@ CONFIG_SOURCE = ", ".join(map(str, workflow.configfiles)) or "config.yaml"
 try:
     validate(config, SCHEMA)
 except WorkflowError:
-    problems = sparselen.config.schema_errors(config, workflow.source_path(SCHEMA))
+    problems = sparselen.interface.config.schema_errors(
+        config, workflow.source_path(SCHEMA)
+    )
     raise WorkflowError(
         f"invalid configuration (from {CONFIG_SOURCE}):\n  " + "\n  ".join(problems)
     ) from None
 try:
-    sparselen.config.check(config, CONFIG_SOURCE)
+    sparselen.jobs.checks.check(config, CONFIG_SOURCE)
 except ValueError as e:
     raise WorkflowError(str(e)) from None
 
 
-# Every rule runs the package function named like the rule (sparselen/jobs.py) in this
+# Every rule runs the package function named like the rule (sparselen/jobs/dispatch.py) in this
 # environment (used with --software-deployment-method conda; docs/cluster.md, "SLURM").
 JOB = "../scripts/job.py"
 ENV = "../../envs/sparselen.yaml"
@@ -43,7 +46,7 @@ wildcard_constraints:
     K_train=r"\d+",
     k=r"\d+",
     context=r"\d+",
-    # a run name: a position scheme or a <slice>.variants entry (sparselen/variants.py)
+    # a run name: a position scheme or a <slice>.variants entry (sparselen/interface/variants.py)
     run="|".join(
         [
             *POSITION_SCHEMES,
@@ -66,7 +69,7 @@ RUN_TABLES = {}
 
 
 def train_outputs(run):
-    """The files of one training run under the directory `run` (sparselen.run.RunFiles)."""
+    """The files of one training run under the directory `run` (sparselen.interface.run.RunFiles)."""
     return {
         "model": f"{run}/model.pt",
         "log_csv": f"{run}/train_log.csv",
@@ -82,7 +85,7 @@ def train_checkpoint(wildcards, output):
     models = output.model
     one = isinstance(models, str)
     paths = [
-        str(Path(m).parent / sparselen.resumable.CHECKPOINT)
+        str(Path(m).parent / sparselen.training.resumable.CHECKPOINT)
         for m in ([models] if one else models)
     ]
     return paths[0] if one else paths
@@ -104,15 +107,15 @@ GROUP_DATA = "data"
 GROUP_CPU_TRAIN = "cpu_train"
 GROUP_AGGREGATE = "aggregate"
 
-# Packing (sparselen/packing.py; docs/gpu.md "Packing"): the small models' groups (parity, PPC,
+# Packing (sparselen/estimate/packing.py; docs/gpu.md "Packing"): the small models' groups (parity, PPC,
 # theory GPT runs: rules with `group: GROUP_PACKED_MODEL` and `job_resources(packed=True)`)
 # share GPUs, JOBS_PER_GPU of them each. Each such job holds one of a GPU's JOBS_PER_GPU
 # `gpu_slots`, a pool of JOBS_PER_GPU per GPU: per submission under SLURM (scope local), where
 # group-components packed_model puts several model groups into one submission that asks for one
 # GPU (`gres`: a string, which Snakemake does not add up over a group's jobs), the slot pool
 # letting JOBS_PER_GPU of them run side by side and stacking the rest; and the `gpu` GPUs of a
-# machine locally (local-gpus profile), where each job claims its slot (sparselen/gpu_slots.py).
-JOBS_PER_GPU = sparselen.packing.jobs_per_gpu(config)
+# machine locally (local-gpus profile), where each job claims its slot (sparselen/runtime/gpu_slots.py).
+JOBS_PER_GPU = sparselen.estimate.packing.jobs_per_gpu(config)
 GROUP_PACKED_MODEL = "packed_model" if JOBS_PER_GPU > 1 else GROUP_MODEL
 if JOBS_PER_GPU > 1:
     workflow.register_resource(
@@ -142,7 +145,7 @@ def job_resources(
     data-parallel processes (language.parallel) asks for that many times of each, per node.
     `nodes` > 1: SLURM gives the job that many nodes, one task each, GPUs per node; `mpi` makes
     the executor run the job in the batch script (not in a one-task step), so the job's own
-    `srun` can start a torchrun on every node (sparselen/distributed.py). `packed`: a small
+    `srun` can start a torchrun on every node (sparselen/training/distributed.py). `packed`: a small
     model's job, which holds one slot of a shared GPU when JOBS_PER_GPU > 1 (see above) and
     asks for resources.packed_mem_mb of host memory (unset: the job's memory); every GPU job
     then learns JOBS_PER_GPU (`jobs_per_gpu`), so a whole-GPU job claims all slots. `runs`: a
@@ -180,7 +183,7 @@ def job_resources(
 # consecutive seeds instead of its per-(cell, seed) rules. A stack rule keeps the cell's
 # wildcards, names each of its runs' files at its per-run path, passes its runs' rule's params
 # plus the derived `stack_seeds`, and is named `<runs' rule>_stack<i>` (sparselen.jobs runs it
-# through sparselen.stacked.run_stack: a training stack as one model, an evaluation stack one
+# through sparselen.jobs.stacks.run_stack: a training stack as one model, an evaluation stack one
 # run after another in one process). A training stack is no part of a run's identity: what
 # Snakemake records per output file (params, input files, code, software environment) is the
 # same either way. An evaluation stack reads its runs' models, so its outputs' recorded input
@@ -260,31 +263,31 @@ def stack_name(pattern, seeds):
 # The report (workflow/rules/report.smk) reads the slices the config runs. Input functions
 # run after every include, so they see every slice's rules.
 REPORT = config["report"]
-REPORT_SLICES = [name for name in sparselen.config.SLICES if name in config]
+REPORT_SLICES = [name for name in sparselen.interface.config.SLICES if name in config]
 
 
 def source_hash(*modules):
     """The sources of ``modules`` as a params value: editing a criterion or a statistic reruns
     the jobs that compute with it (Snakemake's code trigger sees only the rule's script).
     """
-    return sparselen.resumable.source_fingerprint(*modules)
+    return sparselen.training.resumable.source_fingerprint(*modules)
 
 
 # What the slices' tables compute with (a change reruns them).
-TABLE_CODE = source_hash("stats.py", "tables.py")
+TABLE_CODE = source_hash("statistics/stats.py", "presentation/tables.py")
 # The criteria's version: the claims' sources (their criteria, the verdict machinery, the
 # statistics, token sparsity) and their description in docs/reconstruction.md.
 CLAIMS_SOURCES = source_hash(
-    "verdicts.py",
-    "stats.py",
+    "statistics/verdicts.py",
+    "statistics/stats.py",
     "report/claims.py",
     "language/sparsity.py",
-    *(f"{name}/claims.py" for name in sparselen.config.SLICES),
+    *(f"{name}/claims.py" for name in sparselen.interface.config.SLICES),
     "../docs/reconstruction.md",
 )
 # The shipped configurations: the report says which of them can decide each claim.
 SHIPPED_CONFIGS = [
-    str(sparselen.config.ROOT / path)
+    str(sparselen.interface.config.ROOT / path)
     for path in ("config.yaml", "configs/cpu-extended.yaml", "configs/paper.yaml")
 ]
 
@@ -380,7 +383,7 @@ def run_files(wildcards):
 
 def ppc_pose(wildcards):
     """ppc.pose for a run of the pose scheme, else None (a PoSE change retrains pose runs only)."""
-    from sparselen.variants import run_scheme
+    from sparselen.interface.variants import run_scheme
 
     ppc = config["ppc"]
     return ppc.get("pose") if run_scheme(ppc, wildcards.run) == "pose" else None

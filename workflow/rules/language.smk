@@ -3,7 +3,7 @@
 # (long-context) model -> sparse-dependency analysis per seed -> every run's losses on the
 # analysed tokens -> tables -> figures.
 import sparselen.language.tables
-import sparselen.variants
+import sparselen.interface.variants
 
 LANG = config["language"]
 LANG_CTX = LANG["contexts"]
@@ -163,8 +163,10 @@ rule language_train:
     resources:
         **job_resources(LANG_RUNTIME, processes=LANG_PROCS, nodes=LANG_NODES),
     params:
-        model=lambda w: sparselen.variants.run_model(LANG["model"], LANG, w.run),
-        scheme=lambda w: sparselen.variants.run_scheme(LANG, w.run),
+        model=lambda w: sparselen.interface.variants.run_model(
+            LANG["model"], LANG, w.run
+        ),
+        scheme=lambda w: sparselen.interface.variants.run_scheme(LANG, w.run),
         pose=LANG["pose"],
         train=LANG["train"],
         checkpoint=f"{LANG_RUN}/checkpoint.pt",
@@ -300,7 +302,10 @@ rule language_table:
     params:
         analysis=sparselen.language.tables.rule_settings(LANG["analysis"]),
         code=source_hash(
-            "stats.py", "tables.py", "language/sparsity.py", "language/tables.py"
+            "statistics/stats.py",
+            "presentation/tables.py",
+            "language/sparsity.py",
+            "language/tables.py",
         ),
     script:
         JOB

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import torch
 
-from sparselen.parity.task import uniform_subsets
 from sparselen.ppc.samples import PAD, Samples, assemble
+from sparselen.runtime.rng import uniform_subsets
 
 VOCAB = ("<pad>", "0", "1", "-", "+", "=", "even", "odd", "$")
 ZERO, ONE, MINUS, PLUS, QUERY, EVEN, EOS = 1, 2, 3, 4, 5, 6, 8

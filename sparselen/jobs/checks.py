@@ -1,0 +1,28 @@
+"""A config's cross-key checks, before any job starts: each slice checks its own section
+(``sparselen/<slice>/checks.py``, ``config_errors``), and the keys no slice owns are checked here."""
+
+from __future__ import annotations
+
+import importlib
+
+from sparselen.interface.config import SLICES
+
+
+def semantic_errors(config: dict) -> list[str]:
+    """Cross-key checks of every slice section present in ``config``, and of packing."""
+    out = []
+    packing, gpus = config.get("packing", {}).get("jobs_per_gpu", 0), config.get("gpus_per_job", 0)
+    if packing > 1 and gpus > 1:
+        out.append(f"packing.jobs_per_gpu = {packing}: jobs share one GPU, but gpus_per_job = {gpus} gives each "
+                   "job several; set gpus_per_job: 1 or packing.jobs_per_gpu: 0")
+    for name in SLICES:
+        if name in config:
+            out.extend(importlib.import_module(f"sparselen.{name}.checks").config_errors(config[name]))
+    return out
+
+
+def check(config: dict, source: str) -> None:
+    """Raise ``ValueError`` listing all semantic errors, naming where the config came from."""
+    errors = semantic_errors(config)
+    if errors:
+        raise ValueError(f"invalid configuration (from {source}):\n  " + "\n  ".join(errors))

@@ -1,0 +1,199 @@
+"""What a run prints on the terminal: a line that says how many jobs and trainings it runs and
+where their logs are, one line per finished training (and per other job of a minute or more)
+with its time, the run's elapsed time and a rough time left (from the finished jobs of each
+rule), a one-line note per failed job
+naming its log, and at the end the verdicts of the paper's claims (each with its statement and
+its reason in brief), the wall time and the report's path.
+
+Snakemake's ``--quiet rules`` (the workflow's default profile, ``profiles/default``) hides its
+job blocks; the scheduler's own lines ("Select jobs to execute...", progress counts, the job
+table) have no ``--quiet`` option of their own, so ``install`` puts a filter on Snakemake's
+logger that drops them and prints the lines above instead. The filter acts only in the main
+process of a real run whose quiet settings include ``rules``: dry runs, ``--quiet`` without
+``rules`` and the jobs' own Snakemake processes print what Snakemake prints.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from sparselen.presentation.layout import hms
+
+LONG_JOB_S = 60.0  # a job that is not a training gets its line when it takes at least this long
+RUN_FILE = "train_summary.json"  # every training writes one (sparselen.interface.run.RunFiles)
+CLAIMS_CSV = Path("results/report/claims.csv")
+REPORT_HTML = Path("results/report/reproduction_report.html")
+DROPPED = ("Select jobs to execute...", "Assuming unrestricted shared filesystem usage", "Using shell:",
+           "Conda environments:")
+AFTER_SUMMARY = ("Complete log(s):", "Elapsed time:")  # the summary says where the report is and how long it took
+
+
+def _out(line: str = "") -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class Terminal(logging.Filter):
+    """A filter on Snakemake's logger: keeps its records or drops them, and prints this
+    module's lines (``workflow``: Snakemake's workflow object; ``clock``: seconds since some
+    origin, for tests)."""
+
+    def __init__(self, workflow, clock=time.monotonic):
+        super().__init__()
+        self.workflow, self.clock = workflow, clock
+        self.started = clock()
+        self.jobs: dict[int, tuple[str, bool, float, str]] = {}  # jobid -> (what, is a training, start, rule)
+        self.done = self.total = 0
+        self.planned: dict[str, int] = {}  # rule -> jobs of it this run
+        self.took: dict[str, list[float]] = {}  # rule -> the finished jobs' times
+        self.summarized = False
+
+    def active(self) -> bool:
+        from snakemake.settings.enums import Quietness
+
+        w = self.workflow
+        return w.is_main_process and not w.dryrun and Quietness.RULES in (w.output_settings.quiet or ())
+
+    def training_rule(self, name: str) -> bool:
+        try:
+            rule = self.workflow.get_rule(name)
+        except Exception:  # an unknown name: not one of ours
+            return False
+        return any(str(f).endswith(RUN_FILE) for f in rule.output)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.active():
+            return True
+        from snakemake_interface_logger_plugins.common import LogEvent
+
+        event, message = getattr(record, "event", None), str(record.msg or "")
+        if event == LogEvent.RUN_INFO:
+            stats = getattr(record, "stats", {}) or {}
+            self.total = int(stats.get("total", 0))
+            self.planned = {rule: int(n) for rule, n in stats.items() if rule != "total"}
+            trainings = sum(n for rule, n in stats.items() if rule != "total" and self.training_rule(rule))
+            _out(f"sparselen: {self.total} jobs to run, {trainings} of them trainings; a line for each finished "
+                 f"training and each job of {LONG_JOB_S:.0f} s or more. Each job's log is under logs/.")
+            return False
+        if event == LogEvent.JOB_INFO:
+            wildcards = ", ".join(f"{k}={v}" for k, v in (getattr(record, "wildcards", None) or {}).items())
+            rule = record.rule_name
+            self.jobs[record.jobid] = (f"{rule} {wildcards}".strip(), self.training_rule(rule), self.clock(), rule)
+            return True  # Snakemake's quiet settings drop it
+        if event == LogEvent.JOB_FINISHED:
+            self.done += 1
+            what, training, start, rule = self.jobs.pop(record.job_id, (message, False, self.clock(), ""))
+            took = self.clock() - start
+            self.took.setdefault(rule, []).append(took)
+            if training or took >= LONG_JOB_S:
+                _out(f"[{self.progress()}] {'trained' if training else 'finished'} {what} in {hms(took)}")
+            return False
+        if event == LogEvent.JOB_ERROR:
+            logs = [str(f) for f in (getattr(record, "log", None) or [])]
+            what = self.jobs.get(record.jobid, (record.rule_name,))[0]
+            _out(f"FAILED {what}" + (f": see {', '.join(logs)}" if logs else ""))
+            return True
+        if event == LogEvent.GROUP_ERROR:  # a submission of several jobs (SLURM): its own log, then each job's
+            logs = [str(f) for f in (getattr(record, "aux_logs", None) or [])]
+            _out(f"FAILED group {getattr(record, 'groupid', '')}" + (f": see {', '.join(logs)}" if logs else ""))
+            return True
+        if event in (LogEvent.JOB_STARTED, LogEvent.PROGRESS, LogEvent.RESOURCES_INFO):
+            return False
+        if message.startswith(DROPPED):
+            return False
+        return not (self.summarized and message.startswith(AFTER_SUMMARY))
+
+    def progress(self) -> str:
+        """"12/193, 0:05:10 elapsed, about 1:10:00 left" (no time left before a job has finished)."""
+        elapsed = self.clock() - self.started
+        count = f"{self.done:>{len(str(self.total))}}/{self.total}, {hms(elapsed)} elapsed"
+        left = self.time_left(elapsed)
+        return count if left is None else f"{count}, about {hms(left)} left"
+
+    def time_left(self, elapsed: float) -> float | None:
+        """The jobs still to run, each at the mean time of the finished jobs of its rule (of all
+        finished jobs for a rule none of which has finished), at the run's pace so far: its
+        elapsed time per second of finished jobs (jobs run side by side). Rough: a job running
+        now counts whole."""
+        done = [t for times in self.took.values() for t in times]
+        if not done or self.done >= self.total or sum(done) <= 0:
+            return None
+        overall = sum(done) / len(done)
+        work = sum((n - len(self.took.get(rule, []))) * (sum(self.took[rule]) / len(self.took[rule])
+                                                         if self.took.get(rule) else overall)
+                   for rule, n in self.planned.items() if n > len(self.took.get(rule, [])))
+        return work * elapsed / sum(done)
+
+    def summary(self, workdir=".") -> list[str]:
+        """The run's last lines: the verdicts (when this run wrote the claims table), the wall
+        time and the report's path."""
+        self.summarized = True
+        workdir = Path(workdir)
+        lines = []
+        claims = workdir / CLAIMS_CSV
+        wall = self.clock() - self.started
+        if claims.exists() and time.time() - claims.stat().st_mtime <= wall + 1:
+            lines += verdict_table(pd.read_csv(claims), REPORT_HTML)
+        lines.append(f"Wall time {hms(wall)}.")
+        report = workdir / REPORT_HTML
+        if report.exists():
+            lines.append(f"Report: {report.resolve()} (also .md)")
+        return lines
+
+
+WIDTH = 120  # no line of the verdict table is wider
+INDENT = " " * 6
+
+
+def verdict_lines(head) -> list[str]:
+    """A claim's lines: its id, state, what it rests on and its statement (wrapped), then the
+    reason in brief (``answer.brief``; a claims table without one: its answer, clipped)."""
+    from sparselen.report.answer import clip
+
+    tag = f" [{head.tag}]" if isinstance(getattr(head, "tag", None), str) else ""
+    first = f"  {head.claim:<3} {head.state}{tag}: {head.statement}"
+    brief = getattr(head, "brief", None)
+    reason = brief if isinstance(brief, str) else clip(head.answer)
+    return [*textwrap.wrap(first, WIDTH, subsequent_indent=INDENT), INDENT + reason]
+
+
+def verdict_table(claims: pd.DataFrame, report: Path = REPORT_HTML) -> list[str]:
+    """Per claim its state, what it rests on, its statement and the reason in brief; then the
+    counts, saying which claims this config cannot decide by its design, and where the full
+    reasons are."""
+    from sparselen.report.answer import counts_line
+
+    heads = claims[claims["group"] == "all"]
+    lines = ["", "The paper's claims on this run:"]
+    for h in heads.itertuples():
+        lines += verdict_lines(h)
+    return lines + [*textwrap.wrap(counts_line(heads), WIDTH),
+                    f"Each claim's evidence, criterion and groups: {report} (\"How each claim was decided\").", ""]
+
+
+_TERMINAL: Terminal | None = None
+
+
+def install(workflow) -> None:
+    """Put the filter on Snakemake's logger (once per process; a workflow parsed again, as the
+    estimate does, replaces the one it watches)."""
+    global _TERMINAL
+    if _TERMINAL is None:
+        from snakemake.logging import logger
+
+        _TERMINAL = Terminal(workflow)
+        logger.addFilter(_TERMINAL)
+    _TERMINAL.workflow = workflow
+
+
+def finish() -> None:
+    """The run's last lines (the Snakefile's ``onsuccess``), when the filter is active."""
+    if _TERMINAL is not None and _TERMINAL.active():
+        for line in _TERMINAL.summary(os.getcwd()):
+            _out(line)

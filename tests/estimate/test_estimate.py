@@ -1,0 +1,731 @@
+"""The compute estimate: FLOP counts, every job of Snakemake's DAG priced by its slice,
+submissions as the SLURM profile forms them, resubmission arithmetic, device profiles and the
+command."""
+
+import contextlib
+import math
+import re
+from collections import Counter
+from dataclasses import replace
+
+import pytest
+import torch
+from conftest import ROOT, SMOKE
+
+from sparselen.estimate import calibrate, dag, plan, profiles, schedule, stack_size, tables, timeline
+from sparselen.interface.config import load
+from sparselen.nn import flops, memory
+from sparselen.nn.model import GPTNeoX, ModelConfig
+
+PAPER = (ROOT / "configs/paper.yaml",)
+
+
+def workflow_jobs(tmp_path_factory, configfile):
+    """The config's DAG, built in a scratch directory (as `snakemake -n` there)."""
+    with contextlib.chdir(tmp_path_factory.mktemp("dag")):
+        return dag.workflow_jobs(configfile)
+
+
+@pytest.fixture(scope="module")
+def smoke_dag(tmp_path_factory):
+    return workflow_jobs(tmp_path_factory, SMOKE)
+
+
+@pytest.fixture(scope="module")
+def paper_dag(tmp_path_factory):
+    return workflow_jobs(tmp_path_factory, PAPER)
+
+
+@pytest.fixture(scope="module")
+def smoke_jobs(smoke_dag):
+    return plan.plan(load(SMOKE), smoke_dag)
+
+
+@pytest.fixture(scope="module")
+def paper_jobs(paper_dag):
+    return plan.plan(load(PAPER), paper_dag)
+
+
+@pytest.fixture(scope="module")
+def paper_per_run(tmp_path_factory):
+    """paper.yaml's shapes with one run per training job (stack: 1) at 6 seeds: the small
+    models' model groups that packing puts on shared GPUs, few enough that the long language
+    chain, not the small models' GPU-hours, sets the wall clock. (config files, priced jobs)"""
+    overlay = tmp_path_factory.mktemp("per_run") / "per_run.yaml"
+    six = "seeds: [0, 1, 2, 3, 4, 5]"
+    overlay.write_text("".join(f"{name}: {{stack: 1, {six}}}\n" for name in ("parity", "ppc"))
+                       + f"theory: {{stack: 1, {six}, sfa_seeds: 6}}\n")
+    files = (*PAPER, overlay)
+    return files, plan.plan(load(files), workflow_jobs(tmp_path_factory, files))
+
+
+def test_flops_match_torch_flop_counter():
+    """The matrix products of a forward pass, as torch counts them (its CPU SDPA is not
+    counted: the attention term is ours alone)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    cfg = ModelConfig(vocab_size=50, n_layer=2, n_head=4, d_model=64, d_ff=96)
+    model = GPTNeoX(cfg)
+    with FlopCounterMode(display=False) as fc:
+        model(torch.randint(0, 50, (3, 17)))
+    shape = flops.Shape(2, 64, 96, 50)
+    attention = 3 * 17 * 2 * 4 * 64 * (17 + 1) / 2
+    assert shape.forward(3, 17) - attention == fc.get_total_flops()
+
+
+def test_six_n_per_token():
+    """Without attention a training step is 6 x (weight matrices) FLOPs per token."""
+    cfg = ModelConfig(vocab_size=300, n_layer=3, n_head=2, d_model=32, d_ff=80)
+    matrices = sum(p.numel() for n, p in GPTNeoX(cfg).named_parameters() if p.ndim == 2 and "embed_in" not in n)
+    shape = flops.Shape(3, 32, 80, 300)
+    assert 3 * (shape.forward_flops_per_token(1) - shape.layer_flops_per_token(1) + shape.layer_flops_per_token(0)) \
+        == 6 * matrices
+
+
+@pytest.mark.parametrize("which", ["smoke", "paper"])
+def test_every_job_of_the_dag_is_priced(request, which):
+    """Every job but the target has a price: FLOPs where a model runs, units where none does."""
+    dag_jobs, jobs = request.getfixturevalue(f"{which}_dag"), request.getfixturevalue(f"{which}_jobs")
+    assert [j.rule for j in dag_jobs if plan.cost_function(j.rule) is None] == ["all"]
+    assert len(jobs) == len(dag_jobs) - 1
+    assert {j.dag.slice for j in jobs} == {"parity", "ppc", "language", "theory", "report"}
+    unpriced = [(j.dag.rule, j.dag.name) for j in jobs if not (j.work.flops > 0 if j.work.model_job else j.work.units)]
+    assert not unpriced
+    benches = [j.dag.bench for j in jobs]  # --compare matches jobs by these
+    assert len(set(benches)) == len(benches), [b for b, n in Counter(benches).items() if n > 1]
+
+
+def test_every_jobs_log_and_benchmark_share_its_name(smoke_dag):
+    """logs/<name>.log and results/benchmarks/<name>.tsv: a training's summary records the name
+    (sparselen.interface.run.log_name), by which the ledger finds its MFU."""
+    from sparselen.interface.job import Job
+    from sparselen.interface.run import log_name
+
+    named = [j for j in smoke_dag if j.bench]
+    assert all(j.log == f"logs/{j.bench}.log" for j in named), [(j.log, j.bench) for j in named
+                                                                 if j.log != f"logs/{j.bench}.log"]
+    train = next(j for j in named if j.rule == "parity_train")
+    assert log_name(Job.of(train.rule)) == "" and log_name(Job(train.rule, log=[train.log])) == train.bench
+
+
+def test_a_rule_without_a_cost_fails_naming_it(monkeypatch, capsys, smoke_dag):
+    """Before any output, naming the function the rule's slice must define."""
+    import sparselen.parity.cost as parity_cost
+    from sparselen.cli import main
+
+    monkeypatch.delattr(parity_cost, "evaluate")
+    monkeypatch.setattr(dag, "workflow_jobs", lambda files: smoke_dag)
+    with pytest.raises(plan.MissingCost, match=r"^rule parity_evaluate has no cost: define sparselen\.parity\.cost\.evaluate$"):
+        main(["estimate", "--configfile", *map(str, SMOKE)])
+    assert capsys.readouterr().out == ""
+    new_slice = replace(smoke_dag[0], rule="sweep_train")
+    with pytest.raises(plan.MissingCost, match=r"define sparselen\.sweep\.cost\.train"):
+        plan.plan(load(SMOKE), [new_slice])
+
+
+def test_submissions_are_the_slurm_profiles(paper_per_run):
+    """A model's training and evaluations are one submission whose limit adds their runtimes: a
+    language model's alone, the small models' 8 to a submission (packing), side by side, so the
+    limit is one model group's; the SFA runs share submissions (group-components) and run side
+    by side, so a submission's limit is one run's."""
+    files, paper_jobs = paper_per_run
+    df = tables.estimate(load(files), paper_jobs, None, profiles.CPU_DEFAULT)
+    runtime = load(PAPER)["resources"]["runtime"]
+    language_runtime = load(PAPER)["resources"].get("language_runtime", runtime)
+    language = df[df["rule"].isin(["language_train", "language_loss_by_position"])].groupby("submission")
+    assert language.size().eq(2).all() and language["limit_min"].first().eq(language_runtime + 30).all()
+    packed = df[df["group"] == timeline.PACKED_GROUP]
+    assert set(packed["slice"]) == {"parity", "ppc", "theory"}
+    assert (packed.groupby("job")["submission"].nunique() == 1).all()  # each model group in one submission
+    assert packed.groupby("submission")["job"].nunique().max() == 8  # the profile's group-components
+    assert set(packed["limit_min"]) == {runtime + 10}  # a training and an evaluation, 8 side by side
+    sfa = df[df["rule"] == "theory_run_sfa"]
+    sfa_runtime = load(PAPER)["resources"]["sfa_runtime"]
+    per_submission = sfa.groupby("submission").size()  # the profile's group-components: cpu_train
+    assert len(per_submission) > 1 and per_submission.max() > 1 and set(sfa["limit_min"]) == {sfa_runtime}
+    first = sfa[sfa["submission"] == sfa["submission"].iloc[0]]
+    sub = tables.submissions(df).set_index("submission").loc[first["submission"].iloc[0]]
+    assert sub["predicted_h"] == pytest.approx(first["seconds"].max() / 3600) and sub["limit_h"] == sfa_runtime / 60
+    # the paper's SFA runs finish in the first attempt; a longer one resumes from its checkpoint
+    assert sub["attempts"] == 1 and sub["checkpoints"]
+
+
+def test_attempts_and_resubmissions():
+    # 100 min of training, checkpoints every minute, 30 min limit: 30, then 60 (total 89 done), then 90
+    assert tables.attempts_needed(6000, 6000, 1000, 10, 1800, 0) == 3
+    assert tables.attempts_needed(600, 600, 100, 10, 1800, 0) == 1
+    # no checkpoints: only an attempt whose limit covers the whole job finishes
+    assert tables.attempts_needed(5000, 0, 0, 0, 1800, 0) == 3
+    # checkpoint only at the end: a rerun of the command starts again at attempt 1, so only
+    # retries that reach a long enough limit finish it
+    assert tables.attempts_needed(5000, 5000, 100, 100, 1000, 0) == math.inf
+    assert tables.attempts_needed(5000, 5000, 100, 100, 1000, 0, retries=4) == 5
+    assert tables.attempts_needed(1e9, 0, 0, 0, 1800, 0) == math.inf
+    # checkpoints every 10 min, 30 min limit, no retries: each command's attempt saves 30 min
+    assert tables.attempts_needed(6000, 6000, 100, 10, 1800, 0, retries=0) == 4
+    # ... at least 20 min apart (checkpoint_minutes): each attempt saves 20 min
+    assert tables.attempts_needed(6000, 6000, 100, 10, 1800, 0, retries=0, checkpoint_minutes=20) == 5
+
+
+def test_the_wall_clock_follows_the_dags_dependencies():
+    """A chain of 1 + 6 + 3 h behind eight 1 h GPU jobs: on 8 GPUs the sum over the GPUs (2 h)
+    says nothing, the chain (10 h) binds; the scheduler starts the chain's head first, so its
+    wall clock is the chain; on 1 GPU the GPU work (14 h) binds. A 2-GPU task on 1 GPU takes
+    twice as long."""
+    Task = schedule.Task
+    chain = [Task("tokens", 1, cpus=1), Task("train", 6, ("tokens",), gpus=1), Task("analyze", 3, ("train",), gpus=1)]
+    others = [Task(f"small{i}", 1, gpus=1) for i in range(8)]
+    tasks = others + chain  # listed last: the scheduler must find the chain by its length
+    hours, critical = schedule.critical_chain(tasks)
+    assert hours == 10 and [t.name for t in critical] == ["tokens", "train", "analyze"]
+    assert schedule.wall_clock(tasks, gpus=8) == 10 > sum(t.hours * t.gpus for t in tasks) / 8
+    assert schedule.wall_clock(tasks, gpus=1) == 17  # 1 h tokens, then 8 + 6 + 3 h on the one GPU, 1 h overlapped
+    assert schedule.wall_clock([Task("dp", 4, gpus=2)], gpus=1) == 8
+    assert schedule.wall_clock([Task("a", 2, cpus=1), Task("b", 2, cpus=1)], cpus=1) == 4  # cores are a limit too
+    with pytest.raises(ValueError, match="cycle"):
+        schedule.critical_chain([Task("a", 1, ("b",)), Task("b", 1, ("a",))])
+
+
+def test_the_workflows_priorities_start_the_critical_chain_first(paper_per_run):
+    """Snakemake's priorities (the dry run's) order paper.yaml's submissions as the estimate's
+    scheduler does by chain length: on 8 GPUs they reach its wall clock, never later than first
+    come, first served (no priorities), and the long jobs of the critical chain come first."""
+    files, paper_jobs = paper_per_run
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    df = tables.estimate(load(files), paper_jobs, gpu, cpu)
+    tasks = timeline.submission_tasks(df)
+    priority = df.groupby("submission")["priority"].max().to_dict()
+    by_chain = schedule.wall_clock(tasks, gpus=8)
+    by_priority = schedule.wall_clock(tasks, gpus=8, rank=priority)
+    unordered = schedule.wall_clock(tasks, gpus=8, rank=dict.fromkeys(priority, 0))
+    assert by_priority == pytest.approx(by_chain, rel=0.01) and unordered >= by_priority
+    long_on_chain = [t.name for t in schedule.critical_chain(tasks)[1] if t.hours >= 1]
+    assert long_on_chain and all(priority[name] > 0 for name in long_on_chain), long_on_chain
+
+
+def test_the_smoke_configs_clock_follows_its_dag(smoke_jobs):
+    """On the smoke config every job waits on its inputs: the critical chain runs from the corpus
+    through the reference language model's training to the report, and the wall clock on any
+    number of cores is at least that chain and at least the core-hours over the cores."""
+    df = tables.estimate(load(SMOKE), smoke_jobs, None, profiles.CPU_DEFAULT)
+    clock = timeline.campaign_clock(df, local=True, cores=2)
+    rules = [t.name.partition(":")[0] for t in clock["chain"]]
+    assert rules[:3] == ["language_corpus", "language_tokenizer", "language_tokens"], rules
+    assert "language_train" in rules and rules[-1] == "report_render", rules
+    assert clock["chain_h"] == pytest.approx(sum(t.hours for t in clock["chain"]))
+    busy = df["seconds"].sum() / 3600
+    assert clock["wall_h"][2] >= max(clock["chain_h"], busy / 2) - 1e-9
+    assert timeline.campaign_clock(df, local=True, cores=1000)["wall_h"][1000] == pytest.approx(clock["chain_h"])
+
+
+def test_compilation_is_priced_where_it_is_applied():
+    """torch.compile applies to training (the trainer compiles), not to evaluation: a training
+    job pays compile_s once per attempt and compiled per-layer step overheads; an evaluation
+    job neither."""
+    compiled, eager = profiles.gpu_profile("h100", compile=True), profiles.gpu_profile("h100", compile=False)
+    shape = flops.Shape(6, 512, 2048, 6)
+    train = flops.Work().add("train", 1000, 1e15, shape)
+    evaluation = flops.Work().add("forward", 1000, 1e14, shape)
+    assert compiled.call_layer_s == eager.call_layer_s and compiled.step_layer_s < eager.step_layer_s
+    assert profiles.seconds(evaluation, compiled) == profiles.seconds(evaluation, eager)
+    t = profiles.seconds(train, compiled)
+    assert t["restart_seconds"] == compiled.job_s + compiled.compile_s
+    assert t["busy_seconds"] == pytest.approx(1e15 / compiled.rate(512))
+    assert profiles.seconds(evaluation, compiled)["restart_seconds"] == compiled.job_s
+
+
+def test_packed_jobs_share_their_gpus_arithmetic():
+    """A level of packed jobs runs in layers of jobs_per_gpu, longest first; a layer takes its
+    longest job or, when they keep the GPU busier than that, the sum of their FLOP time."""
+    import pandas as pd
+
+    g = pd.DataFrame({"level": [0, 0, 0, 1], "seconds": [10.0, 8.0, 6.0, 1.0], "train_seconds": [9.0, 7.0, 5.0, 0.0],
+                      "busy_seconds": [1.0, 1.0, 1.0, 0.5]})
+    assert timeline.submission_seconds(g, None) == (11.0, 9.0)  # unpacked: side by side on their own GPUs
+    assert timeline.submission_seconds(g, 2) == (10 + 6 + 1, 9 + 5 + 0)
+    g["busy_seconds"] = [7.0, 6.0, 1.0, 0.5]  # the first layer keeps the GPU busy for 13 s
+    need, train = timeline.submission_seconds(g, 2)
+    assert need == 13 + 6 + 1 and train == pytest.approx(9 * 13 / 10 + 5)
+
+
+def test_packing_on_the_paper_config(capsys, paper_per_run, tmp_path_factory):
+    """paper.yaml on an H100, one run per job: the small models' groups go 8 to a submission
+    that holds one GPU, as Snakemake forms them (dag: the SLURM profile's group-components); the
+    figures without packing are those of the DAG with packing.jobs_per_gpu 1 (each model group
+    a submission); with packing, fewer submissions and GPU-hours."""
+    per_run, paper_jobs = paper_per_run
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    t = tables.report(load(per_run), paper_jobs, gpu, cpu)
+    assert t["jobs_per_gpu"] == 8
+    df, subs = t["jobs"], t["submissions"]
+    packed = df[df["group"] == timeline.PACKED_GROUP]
+    assert set(packed["slice"]) == {"parity", "ppc", "theory"}
+    runs = packed.assign(run=packed["slice"] + packed["job"]).groupby("submission")["run"].nunique()
+    cfg = load(per_run)
+    ppc_runs = len(cfg["ppc"]["tasks"]) * len(cfg["ppc"]["schemes"]) * len(cfg["ppc"]["seeds"])
+    gpt_runs = (df["rule"] == "theory_run_gpt").sum()
+    assert runs.max() == 8 and runs.sum() == (df["rule"] == "parity_train").sum() + ppc_runs + gpt_runs
+
+    overlay = tmp_path_factory.mktemp("unpacked") / "unpacked.yaml"
+    overlay.write_text("packing: {jobs_per_gpu: 1}\n")
+    files = (*per_run, overlay)
+    unpacked_cfg = load(files)
+    unpacked = tables.estimate(unpacked_cfg, plan.plan(unpacked_cfg, workflow_jobs(tmp_path_factory, files)), gpu, cpu)
+    assert timeline.PACKED_GROUP not in set(unpacked["group"])
+    gpu_rows = unpacked[unpacked["device"] == "gpu"]
+    without, with_ = t["packing"].iloc[0], t["packing"].iloc[1]
+    assert without["gpu_submissions"] == gpu_rows["submission"].nunique()
+    assert without["submissions"] == unpacked["submission"].nunique()
+    assert without["gpu_hours"] == pytest.approx(gpu_rows["device_seconds"].sum() / 3600)
+    assert with_["gpu_submissions"] == without["gpu_submissions"] - runs.sum() + len(runs)
+    # a packed submission holds one GPU for its wall time: under SLURM its model groups one by
+    # one (SLURM_PACKED_AT_ONCE), so packing saves submissions there, not GPU-hours
+    assert timeline.SLURM_PACKED_AT_ONCE == 1 and with_["gpu_hours"] == pytest.approx(without["gpu_hours"])
+    sub = subs[subs["packed"]].iloc[0]
+    assert sub["gpu_hours"] == pytest.approx(df[df["submission"] == sub["submission"]]["seconds"].sum() / 3600)
+    out = capsys.readouterr().out
+    assert "Assumptions:" in out and "Packing: 8 model groups" in out and "with packing (what the workflow submits)" in out
+
+
+def test_profiles():
+    h100 = profiles.gpu_profile("H100")
+    assert h100.peak_flops == pytest.approx(989.4e12) and "datasheet" in h100.source
+    assert profiles.gpu_profile("a100", utilization=0.5).rate(768) == pytest.approx(156e12)
+    with pytest.raises(ValueError, match="unknown GPU"):
+        profiles.gpu_profile("tpu")
+    p = profiles.profile_from_throughput(model={"n_layer": 2, "d_model": 64, "d_ff": 256, "vocab_size": 6},
+                                    seq_len=36, tokens_per_s=30000.0)
+    w = flops.Work().add("train", 1, 3 * flops.Shape(2, 64, 256, 6).forward(1, 36), flops.Shape(2, 64, 256, 6))
+    fixed = p.job_s + p.units["model_job"]  # start-up and the trainer around the steps
+    assert profiles.seconds(w, p)["seconds"] - fixed == pytest.approx(36 / 30000)
+
+
+def test_paper_config_on_h100(capsys, paper_jobs):
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    t = tables.report(load(PAPER), paper_jobs, gpu, cpu)
+    jobs = t["jobs"]
+    gpu_h = jobs.loc[jobs["device"] == "gpu", "seconds"].sum() / 3600
+    assert 30 < gpu_h < 1000, gpu_h  # tens of GPU-hours, not 228,000
+    out = capsys.readouterr().out
+    # paper.yaml's runtimes are what its estimate asks for: no submission exceeds its limit
+    assert "language_train" in out and "exceed their SLURM time limit" not in out
+    # every GPU job's predicted peak memory is shown and fits an 80 GB H100 with room to spare
+    assert "max_mem_gib" in out and "72.0 GiB usable (90% of 80.0 GiB)" in out
+    # the wall clock waits for the DAG: never under its critical chain (a job of the longest path:
+    # the longest SFA runs, or tokens -> the long-context training -> an analysis part) nor the
+    # GPU-hours over the GPUs; more GPUs never take longer
+    clock = t["clock"]
+    chain = [rule for task in clock["chain"] for rule in timeline.rules_of(jobs, task, local=False).split("+")]
+    assert any(r.startswith(("theory_run_sfa", "language_analyze")) for r in chain), chain
+    assert clock["wall_h"][8] >= max(clock["chain_h"], gpu_h / 8) - 1e-9 and clock["wall_h"][64] <= clock["wall_h"][8]
+    assert clock["wall_h"][8] <= 12, clock["wall_h"]  # the reproduction overnight on one node of 8 GPUs
+    line = re.search(r"Wall clock .*: 8 GPUs: (\d+):(\d\d) \(at least \d+:\d\d\); 64 GPUs: \d+:\d\d", out)
+    assert line and int(line[1]) + int(line[2]) / 60 == pytest.approx(clock["wall_h"][8], abs=1 / 60), out[-600:]
+    assert re.search(r"Critical chain, \d+:\d\d ", out) and "nan" not in out
+    on_gpu = jobs[jobs["device"] == "gpu"]
+    assert on_gpu["memory_gib"].notna().all() and on_gpu["memory_gib"].max() < 0.6 * gpu.usable_bytes / memory.GiB
+    assert set(on_gpu.loc[on_gpu["rule"] == "language_train", "memory_key"]) == {"language.micro_batch_tokens"}
+    assert t["errors"] == []
+    # train.steps of 262,144 tokens through a 12-layer width-768 model: ~3e18 FLOPs per model
+    lt, steps = jobs[jobs["rule"] == "language_train"], load(PAPER)["language"]["train"]["steps"]
+    assert lt["flops"].iloc[0] == pytest.approx(6 * 85e6 * steps * 262144 * 1.2, rel=0.3)
+    assert set(jobs.loc[jobs["rule"] == "theory_run_sfa", "device"]) == {"cpu"}  # --device cpu in the rule
+
+
+def test_a_language_model_on_several_gpus(capsys, paper_dag, paper_jobs):
+    """language.parallel: 8 GPUs (4 per node x 2 nodes) cut a training's wall time by 8 x the
+    assumed efficiency, cost about the same GPU-hours, and change no other job."""
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    cfg = load(PAPER)
+    cfg["language"]["micro_batch_tokens"] = 0  # one pass per step on every device: the same overheads
+    one = tables.estimate(cfg, plan.plan(cfg, paper_dag), gpu, cpu)
+    cfg["language"]["parallel"] = {"processes": 4, "nodes": 2, "strategy": "auto"}
+    jobs = plan.plan(cfg, paper_dag)
+    eight = tables.estimate(cfg, jobs, gpu, cpu, dp_efficiency=0.8)
+    train = one["rule"] == "language_train"
+    assert (eight.loc[train, "devices"] == 8).all() and (eight.loc[~train, "devices"] == 1).all()
+    start = gpu.job_s + gpu.compile_s  # start-up and compilation, paid by every device
+    assert ((eight.loc[train, "seconds"] - start) * 8 * 0.8).to_numpy() == pytest.approx(
+        (one.loc[train, "seconds"] - start).to_numpy())
+    # GPU-hours: the one-device work over the efficiency, plus every device's start-up
+    assert eight.loc[train, "device_seconds"].to_numpy() == pytest.approx(
+        ((one.loc[train, "seconds"] - start) / 0.8 + 8 * start).to_numpy())
+    assert eight.loc[~train, "seconds"].to_numpy() == pytest.approx(one.loc[~train, "seconds"].to_numpy())
+    tables.report(cfg, jobs, gpu, cpu, dp_efficiency=0.8)
+    assert "n devices run n x 0.8 as fast as one" in capsys.readouterr().out
+
+
+def test_quick_calibration_and_command(tmp_path, capsys, monkeypatch):
+    p = calibrate.calibrate(quick=True)
+    assert p.peak_flops > 1e8 and p.job_s > 0.1 and p.step_s >= 0
+    prof = tmp_path / "cpu.json"
+    prof.write_text(p.to_json())
+    assert profiles.load_profile(prof) == p
+    from sparselen.cli import main
+
+    monkeypatch.chdir(tmp_path)  # the DAG's .snakemake/, as `snakemake -n` here
+    main(["estimate", "--configfile", *map(str, SMOKE), "--cpu-profile", str(prof), "--jobs-csv",
+          str(tmp_path / "jobs.csv")])
+    out = capsys.readouterr().out
+    assert "Per slice" in out and "parity_train" in out and (tmp_path / "jobs.csv").exists()
+
+
+def test_a_local_runs_estimate_reads_without_the_docs(monkeypatch, capsys, smoke_dag):
+    """A CPU run: durations as h:mm, no empty (nan) cells or GPU columns, no SLURM tables, the
+    wall clock on this machine's cores, and a last line saying what to run."""
+    from sparselen.cli import main
+
+    monkeypatch.setattr(dag, "workflow_jobs", lambda files: smoke_dag)
+    assert main(["estimate", "--configfile", *map(str, SMOKE), "--cores", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out and "mfu" not in out and "gpu_busy" not in out
+    assert "Submissions and GPU-hours" not in out and "SLURM" not in out and "Packing" not in out
+    table = [[c.strip() for c in line.strip("|").split("|")] for line in out.split("Per job type")[1].splitlines()
+             if line.startswith("|") and not line.startswith("|:")]
+    columns = dict(zip(table[0], zip(*table[1:])))
+    assert "device" not in columns and "devices" not in columns
+    assert all(set(cells) != {"-"} for cells in columns.values())  # no column that says nothing
+    for name in ("h:mm", "max_job"):
+        assert all(re.fullmatch(r"<?\d+:\d\d", c) for c in columns[name]), columns[name]
+    clock = re.search(r"Wall clock on this machine's 3 cores .*: (\d+:\d\d) \(at least", out)
+    assert clock, out[-800:]
+    assert out.splitlines()[-1] == (f'next: make run SNAKEMAKE_ARGS="--configfile {" ".join(map(str, SMOKE))}" '
+                                    f"(about {clock[1]} on this machine's 3 cores)")
+
+
+def test_durations_read_as_hours_and_minutes():
+    from sparselen.estimate.display import hm
+
+    assert [hm(h) for h in (0, 0.000897, 1 / 60, 1.5, 17.14, 123.0)] == ["0:00", "<0:01", "0:01", "1:30", "17:08",
+                                                                       "123:00"]
+    assert hm(math.nan) == "-" and hm(math.inf) == "never"
+
+
+def test_compare_sets_predictions_against_measured_wall_time(tmp_path, smoke_jobs):
+    """Snakemake samples a job's CPU time at most every 30 s, so the comparison reads wall time."""
+    jobs = tables.estimate(load(SMOKE), smoke_jobs, None, profiles.CPU_DEFAULT, 0)
+    train = jobs[jobs["rule"] == "parity_train"].iloc[0]
+    path = tmp_path / f"{train['bench']}.tsv"
+    path.parent.mkdir(parents=True)
+    path.write_text("s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+                    "40.0\t0:00:40\t100\t1\t1\t1\t0\t0\t90\t15.0\n")
+    cmp = tables.compare(jobs, tmp_path)
+    assert len(cmp) == 1 and cmp["measured_s"].iloc[0] == 40.0
+    assert cmp["ratio"].iloc[0] == pytest.approx(train["seconds"] / 40.0)
+
+
+def test_an_invalid_config_is_named_without_a_traceback(tmp_path, capsys):
+    from sparselen.cli import main
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("language:\n  eval: {windows: 1}\n")
+    assert main(["estimate", "--configfile", *map(str, PAPER), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"sparselen estimate ({PAPER[0]} {bad}): Error validating config file" in err
+    assert "windows" in err and "Traceback" not in err
+
+
+def test_the_one_pass_language_batch_is_refused_on_an_h100(tmp_path, monkeypatch, capsys, paper_dag):
+    """paper.yaml's micro-batches pass (exit 0); an overlay putting a step's 262,144 tokens
+    through one pass exits 1 after the tables, naming the jobs, the predicted and usable memory
+    and the key that fixes it."""
+    from sparselen.cli import main
+
+    monkeypatch.setattr(dag, "workflow_jobs", lambda files: paper_dag)  # micro-batches are no rule params
+    assert main(["estimate", "--configfile", *map(str, PAPER), "--gpu", "h100"]) == 0
+    captured = capsys.readouterr()
+    assert "ERROR" not in captured.err
+    # a datasheet profile: the pilot first, then the estimate with its profile, then SLURM
+    assert re.fullmatch(r"next: on one GPU of the cluster, sparselen pilot --configfile \S+paper\.yaml .*then "
+                        r"sparselen estimate --configfile \S+ --gpu pilot_profile\.json; then snakemake --profile "
+                        r"workflow/profiles/slurm --configfile \S+ \(docs/cluster\.md\)",
+                        captured.out.splitlines()[-1]), captured.out.splitlines()[-1]
+    one_pass = tmp_path / "one-pass.yaml"
+    one_pass.write_text("language:\n  micro_batch_tokens: 262144\n")
+    assert main(["estimate", "--configfile", *map(str, PAPER), str(one_pass), "--gpu", "h100"]) == 1
+    captured = capsys.readouterr()
+    assert "Per job type" in captured.out and captured.out.splitlines()[-1].startswith("next: fix what the ERROR")
+    errors = [line for line in captured.err.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 2, errors  # one per context: 128 x 2048 and 512 x 512 tokens
+    assert re.fullmatch(r"ERROR: language_train context=2048 run=rope seed=0 and 2 more: predicted peak "
+                        r"1\d\d\.\d GiB \(training step of 128 x 2048 tokens per pass\) > 72\.0 GiB usable on the "
+                        r"GPU: lower language\.micro_batch_tokens \(now 262144; docs/gpu\.md\)", errors[0]), errors[0]
+
+
+def test_a_job_that_no_attempt_finishes_is_an_error(paper_jobs):
+    """An SFA run checkpoints checkpoint_minutes apart: at a 10-minute limit with checkpoints an
+    hour apart none of its 3 attempts (10, 20, 30 min) reaches one, so each starts over and it
+    never finishes; at 8 h the longest runs resume in attempt 2 (a warning); paper.yaml's
+    runtimes pass on an H100."""
+    cfg, (gpu, cpu) = load(PAPER), profiles.resolve("h100", 0.4, None)
+    quiet = {"out": lambda *a: None, "err": lambda *a: None}
+    assert tables.report(cfg, paper_jobs, gpu, cpu, **quiet)["errors"] == []
+
+    def sfa_limit(minutes):
+        cfg["resources"]["sfa_runtime"] = minutes
+        return [replace(j, dag=replace(j.dag, runtime_min=minutes, limit_min=minutes))
+                if j.dag.rule == "theory_run_sfa" else j for j in paper_jobs]
+
+    cfg["checkpoint_minutes"] = 60
+    errors = tables.report(cfg, sfa_limit(10), gpu, cpu, **quiet)["errors"]
+    assert errors and all(e.startswith("cpu_train ") for e in errors)  # the submissions of the longer runs
+    assert re.fullmatch(r"cpu_train \d+/\d+ \(theory_run_sfa x2\): predicted \d+:\d\d > limit 0:10, and 3 attempts "
+                        r"\(up to 0:30\) each start over \(none reaches a checkpoint\): it never finishes; checkpoint "
+                        r"more often \(checkpoint_minutes, train\.checkpoint_every\) or raise resources\.sfa_runtime "
+                        r"from 10 to at least \d+ min", errors[0]), errors[0]
+    cfg["checkpoint_minutes"] = 10
+    lines = []
+    assert tables.report(cfg, sfa_limit(480), gpu, cpu, out=lines.append, err=lambda *a: None)["errors"] == []
+    resumed = [line for line in lines if line.lstrip().startswith("cpu_train")]
+    assert resumed and all("finishes in attempt 2 (1 resubmission(s), resuming from checkpoints)" in line
+                           for line in resumed), resumed
+
+
+def test_tokenization_over_its_limit_resumes_from_its_chunks(capsys, paper_jobs):
+    """paper.yaml's tokenization encodes in resumable chunks: at 10 minutes (the data
+    submission's limit then 3 x 10 min) an attempt that is killed loses at most a chunk and the
+    next goes on: a warning, not an error."""
+    cfg, (gpu, cpu) = load(PAPER), profiles.resolve("h100", 0.4, None)
+    data = {j.dag.submission for j in paper_jobs if j.dag.rule == "language_tokens"}
+    cfg["resources"]["tokens_runtime"] = 10
+    short = [replace(j, dag=replace(j.dag, runtime_min=10 if j.dag.rule == "language_tokens" else j.dag.runtime_min,
+                                    limit_min=30)) if j.dag.submission in data else j for j in paper_jobs]
+    t = tables.report(cfg, short, gpu, cpu)
+    out = capsys.readouterr().out
+    assert t["errors"] == [] and "exceed their SLURM time limit" in out
+    assert "language_tokens" in out and "resuming from checkpoints" in out
+
+
+def test_parameters_are_counted_without_allocating():
+    from sparselen.nn.architectures import build_model, model_config
+
+    for cfg in (ModelConfig(vocab_size=40, n_layer=2, n_head=2, d_model=32, d_ff=48, scheme="ppc",
+                            max_position_id=30, id_embedding=True),
+                model_config({"architecture": "olmo", "variant": "olmo2", "n_layer": 2, "n_head": 2, "d_model": 32,
+                              "d_ff": 48, "tie_embeddings": True}, 40)):
+        assert memory.parameters(cfg) == build_model(cfg).num_parameters()
+
+
+def test_the_tracker_counts_live_storages():
+    """A view costs nothing; a storage counts until its last tensor dies."""
+    from sparselen.estimate.tracker import PeakTensorMemory
+
+    with PeakTensorMemory() as t:
+        x = torch.ones(1000)
+        y = x[10:]
+        del x
+        assert t.now == 4000
+        z = y * 2
+        assert t.now == 4000 + 990 * 4
+        del y, z
+        w = torch.ones(10)
+    assert t.peak == 4000 + 990 * 4 and t.now == 40 and w.sum() == 10
+
+
+@pytest.mark.parametrize("model", [{"n_layer": 2, "n_head": 4, "d_model": 64, "d_ff": 256, "rotary_pct": 0.25},
+                                   {"architecture": "olmo", "variant": "kempner_c4", "n_layer": 2, "n_head": 4,
+                                    "d_model": 64, "d_ff": 256}])
+def test_the_memory_model_predicts_a_measured_training_step(model):
+    """The trainer's step (its backward and AdamW), in one pass and in micro-steps, peaks
+    within 30% of the prediction on the CPU (measured: live storage bytes)."""
+    from sparselen.estimate.tracker import PeakTensorMemory
+    from sparselen.nn.architectures import build_model, model_config
+    from sparselen.nn.batch import Batch
+    from sparselen.training.train import OptimConfig, TrainConfig, backward, make_optimizer
+
+    cfg = model_config(model, 1024, scheme="rope")
+    batch = Batch(*torch.randint(0, 1024, (2, 8, 128), generator=torch.Generator().manual_seed(0)))
+    peaks = {}
+    for micro in (0, 2):
+        net = build_model(cfg)
+        opt = make_optimizer(net, OptimConfig())
+        with PeakTensorMemory() as t:
+            t.track(*net.parameters(), *net.buffers())
+            for _ in range(2):
+                opt.zero_grad(set_to_none=True)
+                backward(net, net, batch, TrainConfig(steps=2, batch_size=8, micro_batch=micro), torch.device("cpu"))
+                opt.step()
+        predicted = memory.train_step(cfg, micro or 8, 128, "cpu")
+        assert 0.7 < predicted / t.peak < 1.3, (micro, predicted / t.peak)
+        peaks[micro] = t.peak
+    assert peaks[2] < 0.5 * peaks[0]
+
+
+def test_a_submission_over_its_limit_is_a_warning_when_it_resumes(capsys, paper_jobs):
+    """The language submissions at 1 h instead of paper.yaml's language_runtime: they exceed it, and resume from checkpoints (the trainings' and the
+    analysis' per-token progress) in a later attempt: a warning, not an error."""
+    from dataclasses import replace
+
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    short = [plan.Job(replace(j.dag, limit_min=60), j.work) if j.dag.slice == "language" else j for j in paper_jobs]
+    t = tables.report(load(PAPER), short, gpu, cpu)
+    out = capsys.readouterr().out
+    assert "exceed their SLURM time limit" in out and t["errors"] == []
+    assert "language_analyze" in out and "resuming from checkpoints" in out and "no checkpoints" not in out
+
+
+STACKED = "gpus_per_job: 1\nparity: {seeds: [0, 1, 2, 3, 4, 5, 6], stack: %d}\n"  # chunks 0-2, 3-5, 6 at 3
+
+
+@pytest.fixture(scope="module")
+def parity_stacks(tmp_path_factory):
+    """The smoke config on a GPU with seven parity seeds, per run and in stacks of 3: per stack
+    size, (config files, priced jobs)."""
+    out = {}
+    for size in (1, 3):
+        overlay = tmp_path_factory.mktemp("stacks") / "stacks.yaml"
+        overlay.write_text(STACKED % size)
+        files = (*SMOKE, overlay)
+        out[size] = files, plan.plan(load(files), workflow_jobs(tmp_path_factory, files))
+    return out
+
+
+def test_a_stack_job_is_priced_as_its_runs_in_one_job(capsys, parity_stacks):
+    """parity.stack 3 on an H100: each stack rule's job is priced as its chunk's runs in one job
+    (start-up and compilation once, more than one run, less than its runs alone, at least their
+    FLOPs, S x a run's training step), an evaluation stack as its runs' evaluations after one
+    start-up, and the tables show the runs per job; the estimate offers the largest stack that
+    fits, a cell's seven."""
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    files, jobs = parity_stacks[3]
+    _, per_run = parity_stacks[1]
+    cells = len(load(files)["parity"]["K_train"])
+    parity = [j for j in jobs if j.dag.rule.startswith("parity_train")]
+    assert {j.dag.rule for j in parity} == {f"parity_train_stack{i}" for i in range(3)}
+    assert sorted(j.work.runs for j in parity) == [1] * cells + [3] * 2 * cells
+    assert {j.dag.wildcards.seeds for j in parity} == {"0-2", "3-5", "6"}
+    evaluations = [j for j in jobs if j.dag.rule.startswith("parity_evaluate")]
+    assert sorted(j.work.runs for j in evaluations) == [1] * cells + [3] * 2 * cells
+    alone = next(j for j in per_run if j.dag.rule == "parity_evaluate")
+    three = next(j for j in evaluations if j.work.runs == 3)
+    e1, e3 = profiles.seconds(alone.work, gpu)["seconds"], profiles.seconds(three.work, gpu)["seconds"]
+    assert e3 == pytest.approx(3 * e1 - 2 * gpu.job_s) and three.work.flops == pytest.approx(3 * alone.work.flops)
+    one = next(j for j in per_run if j.dag.rule == "parity_train")
+    stack = next(j for j in parity if j.work.runs == 3)
+    t1, t3 = profiles.seconds(one.work, gpu), profiles.seconds(stack.work, gpu)
+    assert t3["restart_seconds"] == t1["restart_seconds"] == gpu.job_s + gpu.compile_s
+    assert t1["seconds"] < t3["seconds"] < 3 * t1["seconds"]
+    (train,) = [t for t in stack.work.terms if t.kind == "train"]
+    longest = 3 * train.shape.forward(train.rows, max(train.lengths)) * train.calls
+    assert 3 * one.work.flops < stack.work.flops < 3 * longest
+    assert stack.work.memory["gpu"].bytes == pytest.approx(memory.stacked(one.work.memory["gpu"].bytes, 3, "gpu"))
+    assert stack.work.memory["gpu"].key == "parity.stack"
+
+    t = tables.report(load(files), jobs, gpu, cpu)
+    out = capsys.readouterr().out
+    rules = t["rules"].set_index("rule")
+    assert rules.loc["parity_train", "jobs"] == 3 * cells and rules.loc["parity_train", "stack"] == 3
+    assert rules.loc["parity_train", "runs"] == 7 * cells
+    assert re.search(rf"\| parity\s+\| parity_train\s+\| gpu\s+\|\s+{3 * cells} \|\s+{7 * cells} \|\s+3 \|", out)
+    assert "Stacks (parity.stack 3; sparselen.training.stacked)" in out and t["errors"] == []
+    subs = t["submissions"].set_index("submission")
+    assert not subs.loc[stack.dag.submission, "packed"]
+    assert t["best_stacks"] == {"parity": 7}
+    assert "parity.stack: 7 (now 3)" in out and re.search(r"With them: [\d:]+ GPU-hours of these slices' training", out)
+    hours = t["jobs"].query("rule == 'parity_train'")["seconds"].sum() / 3600
+    assert stack_size.training_hours(jobs, {"parity": 3}, gpu) == pytest.approx(hours)
+
+
+def test_a_stack_over_the_gpus_memory_exits_1_naming_its_key(tmp_path, monkeypatch, capsys, parity_stacks):
+    """A GPU that holds two of the parity run's training steps, not three: the stacks of 3 are
+    an error (exit 1) naming the stack and parity.stack; the stack of one and the evaluations
+    fit, and the largest stack that fits is the one the estimate offers. (The other slices'
+    jobs, larger, are errors of their own.)"""
+    import json
+
+    from sparselen.cli import main
+    from sparselen.estimate.profiles import USABLE
+
+    files, jobs = parity_stacks[3]
+    one = next(j for j in parity_stacks[1][1] if j.dag.rule == "parity_train").work.memory["gpu"].bytes
+    usable = (memory.stacked(one, 2, "gpu") + memory.stacked(one, 3, "gpu")) / 2
+    small = tmp_path / "small.json"
+    small.write_text(json.dumps({"name": "small", "device": "gpu", "peak_flops": 1e14, "memory_bytes": usable / USABLE}))
+    monkeypatch.setattr(dag, "workflow_jobs", lambda files: [j.dag for j in jobs])
+    monkeypatch.setattr(plan, "plan", lambda config, dag_jobs: jobs)
+    assert main(["estimate", "--configfile", *map(str, files), "--gpu", str(small)]) == 1
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if line.startswith("ERROR: parity")]
+    assert len(errors) == 1, errors
+    assert re.fullmatch(r"ERROR: parity_train K_train=\d+ seeds=(0-2|3-5) and 3 more: predicted peak [\d.]+ GiB "
+                        r"\(training step of \d+ x \d+ tokens for each of 3 runs\) > [\d.]+ GiB usable on the GPU: "
+                        r"lower parity\.stack \(now 3; docs/gpu\.md\)", errors[0]), errors[0]
+    assert "parity.stack: 2 (now 3)" in captured.out
+    size, peak = stack_size.largest_fit(jobs, usable)["parity"]
+    assert size == 2 and peak.bytes <= usable < memory.stacked(one, 3, "gpu")
+
+
+def test_the_memory_model_predicts_a_stacks_training_step():
+    """``train_stack``'s peak on the CPU, from its first model to its last file, within 30% of
+    S x a run's training step at S = 1 and 4 (benchmarks/stacked_memory.py measures more)."""
+    from sparselen.estimate.tracker import PeakTensorMemory
+    from sparselen.interface.job import Runtime
+    from sparselen.interface.run import Run, RunFiles
+    from sparselen.nn.batch import Batch
+    from sparselen.training.stacked import train_stack
+    from sparselen.training.train import TrainConfig
+
+    cfg = ModelConfig(vocab_size=64, n_layer=2, n_head=4, d_model=64, d_ff=256, scheme="rope")
+
+    def batches(seed):
+        return lambda step: Batch(*torch.randint(0, 64, (2, 16, 48), generator=torch.Generator().manual_seed(seed)))
+
+    peaks = {}
+    for stack in (1, 4):
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory() as tmp, PeakTensorMemory() as t:
+            runs = [Run({"s": s}, {"seed": s}, RunFiles(*(Path(tmp) / f"{s}.{e}" for e in ("pt", "csv", "json", "ckpt"))),
+                        Runtime("cpu", False, 1)) for s in range(stack)]
+            train_stack(cfg, [TrainConfig(seed=s, steps=3, batch_size=16, log_every=1) for s in range(stack)],
+                        [batches(s) for s in range(stack)], runs)
+        predicted = memory.train_step(cfg, 16, 48, "cpu", stack=stack)
+        assert 0.7 < predicted / t.peak < 1.3, (stack, predicted / t.peak)
+        peaks[stack] = t.peak
+    assert peaks[4] > 3 * peaks[1]
+
+
+def test_a_gpu_stack_draws_its_batches_beside_the_device_and_a_cpu_stack_after():
+    """A stack's training step on a GPU takes the longer of its device time and its runs'
+    batches drawn on the host (a worker process draws them: sparselen.training.stacked.step_batches); on
+    a CPU the stack draws them itself, so each further run's batch adds to the step."""
+    from sparselen.estimate.profiles import step_seconds
+    from sparselen.nn.flops import Shape, Term
+
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    shape = Shape.of({"n_layer": 2, "n_head": 2, "d_model": 64, "d_ff": 128}, 8)
+    flop = 3 * shape.forward(8, 20)
+    one = Term("train", 1, flop, 2, 64, rows=8, lengths=(20,), shape=shape)
+    device = step_seconds(one, gpu)
+    for runs in (2, 64, 4096):
+        term = replace(one, flops=runs * flop, runs=runs)
+        device_s = device + (runs - 1) * flop / gpu.rate(64)
+        assert step_seconds(term, gpu) == pytest.approx(max(device_s, runs * gpu.batch_s))
+        assert step_seconds(term, cpu) == pytest.approx(
+            step_seconds(replace(term, runs=1), cpu) + (runs - 1) * cpu.batch_s)
+    assert step_seconds(replace(one, flops=4096 * flop, runs=4096), gpu) == pytest.approx(4096 * gpu.batch_s)
+
+
+def test_the_last_token_batch_knob_prices_the_analysis_passes_and_names_itself(paper_dag):
+    """``language.analysis_batch_size`` (a runtime knob): the analysis' and transfer's
+    last-token passes at its batch (fewer calls, the same FLOPs), the selectors' passes at
+    ``language.analysis.batch_size``; its pass's memory is named by the knob's key."""
+    import copy
+
+    config = load(PAPER)
+    analyze = next(j for j in paper_dag if j.rule == "language_analyze")
+    transfer = next(j for j in paper_dag if j.rule == "language_transfer")
+    priced = {}
+    for knob in (32, 512):
+        c = copy.deepcopy(config)
+        c["language"]["analysis_batch_size"] = knob
+        priced[knob] = {j.rule: plan.cost_function(j.rule)(j, c) for j in (analyze, transfer)}
+    for rule in ("language_analyze", "language_transfer"):
+        small, large = priced[32][rule], priced[512][rule]
+        assert large.flops == pytest.approx(small.flops)
+        assert sum(t.calls for t in large.terms) < sum(t.calls for t in small.terms)
+        keys = {key for _, key, _, _ in large.passes}
+        assert "language.analysis_batch_size" in keys and "language.analysis.batch_size" in keys
+    grad = [t for t in priced[512]["language_analyze"].terms if t.kind == "grad"]
+    assert grad == [t for t in priced[32]["language_analyze"].terms if t.kind == "grad"]  # saliency keeps its rows
