@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 
 import torch
 
 from sparselen.runtime import gpu_slots
+
+log = logging.getLogger(__name__)
 
 
 class NoGpu(RuntimeError):
@@ -101,3 +104,23 @@ def configure_cpu(threads: int | None) -> None:
     torch.set_flush_denormal(True)
     if threads:
         torch.set_num_threads(int(threads))
+
+
+def raise_open_file_limit() -> None:
+    """The soft limit on open files raised to the hard one (logged where it changes): a CUDA
+    stack's batch worker hands tensors over as shared-memory file descriptors
+    (``sparselen.stacked.step_batches``), beside every library's own, and 1024, a common soft
+    default, is not far above them. Nothing where the platform has no ``resource`` module."""
+    try:
+        import resource
+    except ImportError:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard:
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as e:
+        log.warning("open-file limit stays at %d (hard limit %d): %s", soft, hard, e)
+        return
+    log.info("open-file limit raised from %d to its hard limit %d", soft, hard)

@@ -5,6 +5,7 @@ import copy
 import dataclasses
 import importlib
 import json
+import sys
 
 import pandas as pd
 import pytest
@@ -310,3 +311,25 @@ def test_batches_drawn_ahead_in_a_worker_are_the_batches_drawn_in_place(tmp_path
             for field in dataclasses.fields(b):
                 x, y = getattr(a, field.name), getattr(b, field.name)
                 assert (x is None and y is None) or torch.equal(x, y), field.name
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_NOFILE as Linux sets it")
+def test_a_job_raises_its_open_file_limit_to_the_hard_one_and_says_so_once(caplog):
+    import logging
+    import resource
+
+    from sparselen.device import raise_open_file_limit
+
+    before = resource.getrlimit(resource.RLIMIT_NOFILE)
+    hard = before[1]
+    if hard <= 64:
+        pytest.skip(f"hard open-file limit {hard}")
+    caplog.set_level(logging.INFO, logger="sparselen.device")
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+        raise_open_file_limit()
+        raise_open_file_limit()
+        assert resource.getrlimit(resource.RLIMIT_NOFILE) == (hard, hard)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, before)
+    assert [r.getMessage() for r in caplog.records] == [f"open-file limit raised from 64 to its hard limit {hard}"]
