@@ -13,6 +13,7 @@ else.
 
 from __future__ import annotations
 
+import collections
 import json
 import zipfile
 from pathlib import Path
@@ -109,6 +110,19 @@ def read_metadata(path) -> dict:
 
     with safe_open(str(path), framework="pt") as f:
         return json.loads(f.metadata()[META_KEY])["state"]
+
+
+def read_header(path) -> dict:
+    """``load_state``'s state with None for every tensor, from a sparselen safetensors file's
+    header alone (no tensor is read); any other file through ``load_state`` on the CPU (a
+    ``torch.save`` file's state, or the error that says what the file is)."""
+    from safetensors import SafetensorError
+
+    try:
+        skeleton = read_metadata(path)
+    except (SafetensorError, KeyError, TypeError):
+        return load_state(path)
+    return _unflatten(skeleton, collections.defaultdict(lambda: None))
 
 
 def save_model(path, weights: dict, model_cfg, provenance: dict, log_rows: list) -> None:

@@ -362,13 +362,27 @@ def own_checkpoint(checkpoint, chash: str, code: str, arch: dict, device: torch.
     if not checkpoint.exists():
         return None
     state = modelfile.load_state(checkpoint, device)
+    return state if _is_own(checkpoint, state, chash, code, arch) else None
+
+
+def own_checkpoint_step(checkpoint, chash: str, code: str, arch: dict) -> int:
+    """The step of ``checkpoint`` when it is this run's (``own_checkpoint``'s test), else 0, read
+    from the file's header alone: a stack learns where its runs stand, and starts the worker
+    that draws their batches, before any tensor is on the GPU (``sparselen.stacked``)."""
+    if not checkpoint.exists():
+        return 0
+    header = modelfile.read_header(checkpoint)
+    return int(header["step"]) if _is_own(checkpoint, header, chash, code, arch) else 0
+
+
+def _is_own(checkpoint, state: dict, chash: str, code: str, arch: dict) -> bool:
+    """Whether a checkpoint's ``state`` (or its header) is this run's; logs why not."""
     theirs = {"config": state.get("config_hash"), "code": state.get("code"), "model": state.get("model_config")}
     differ = [what for what, ours in (("config", chash), ("code", code), ("model", arch)) if theirs[what] != ours]
     if differ:
         log.warning("ignoring checkpoint %s: another run's (its %s differ: config %s, code %s; this run's: %s, %s)",
                     checkpoint, " and ".join(differ), theirs["config"], theirs["code"], chash, code)
-        return None
-    return state
+    return not differ
 
 
 def checkpoint_state(model_sd: dict, opt_sd: dict, sched_sd: dict, step: int, rows: list, chash: str, code: str,

@@ -72,6 +72,20 @@ def test_model_file_metadata_is_json(tmp_path):
     assert torch.equal(loaded(x)[0], model(x)[0]) and prov == {"seed": 0}
 
 
+def test_a_header_is_the_state_without_its_tensors(tmp_path):
+    """``read_header``: a checkpoint's step, hashes and tagged tuples as ``load_state`` gives
+    them, None for each tensor; a torch.save file's whole state (``load_state`` reads those)."""
+    state = {"model": {"w": torch.ones(2)}, "step": 7, "code": "abc", "shape": (1, 2), "ids": {3: "x"}}
+    mf.save_state(tmp_path / "ckpt.pt", state)
+    assert mf.read_header(tmp_path / "ckpt.pt") == {**state, "model": {"w": None}}
+    torch.save({"step": 3, "w": torch.ones(2)}, tmp_path / "old.pt")
+    header = mf.read_header(tmp_path / "old.pt")
+    assert header["step"] == 3 and torch.equal(header["w"], torch.ones(2))
+    (tmp_path / "junk.pt").write_text("not a model")
+    with pytest.raises(mf.NotAModelFile):
+        mf.read_header(tmp_path / "junk.pt")
+
+
 class Payload:
     """Unpickling this runs code: it must never be loaded."""
 
