@@ -30,7 +30,7 @@ from sparselen.ppc.jobs import training_batches as ppc_batches
 from sparselen.ppc.runs import run_model, run_task_config
 from sparselen.ppc.tasks import task_module
 from sparselen.runtime.device import configure_cpu, resolve_device
-from sparselen.training.stacked import train_step
+from sparselen.training.stacked import stack_batches, train_step
 from sparselen.training.train import TrainConfig, apply_position_scheme, backward, lr_lambda, make_optimizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +76,7 @@ def steps_per_second_per_run(make, cfg: dict, stack: int, steps: int, warmup: in
     def step(i: int) -> None:
         batches = [apply_position_scheme(fn(i), mc, c, i) for _, c, fn in runs]
         if stack:
-            train_step(model, model, opt, sched, batches, tc, device)
+            train_step(model, model, opt, sched, stack_batches(batches), stack, tc, device)
             return
         opt.zero_grad(set_to_none=True)
         backward(model, model, batches[0], tc, device)

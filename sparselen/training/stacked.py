@@ -24,7 +24,8 @@ checkpoints stand at different steps (a kill between two runs' checkpoint writes
 separate stacks, one per step. A step takes micro-steps of ``micro_batch`` rows of every run
 where the slice sets one; data parallelism is not used in a stack.
 Log rows' throughput is each run's: its tokens (and FLOPs) over the stack's time. On CUDA a
-worker process draws the runs' batches a few steps ahead of the device (``step_batches``).
+worker process draws the runs' batches a few steps ahead of the device and stacks them
+(``step_batches``); it is forked before any tensor is on the GPU.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ from sparselen.runtime.provenance import config_hash, provenance
 from sparselen.training import modelfile
 from sparselen.training.resumable import code_fingerprint
 from sparselen.training.train import (TrainConfig, apply_position_scheme, checkpoint_state, lr_lambda, make_optimizer,
-                                      own_checkpoint, peak_flops, place_step_counters, run_summary, throughput,
-                                      write_outputs)
+                                      own_checkpoint, own_checkpoint_step, peak_flops, place_step_counters, run_summary,
+                                      throughput, write_outputs)
 
 log = logging.getLogger(__name__)
 
@@ -60,21 +61,42 @@ log = logging.getLogger(__name__)
 def train_stack(model_cfg: ModelConfig, cfgs: list[TrainConfig], batch_fns: list[Callable[[int], Batch]],
                 runs: list[Run]) -> list[dict]:
     """Train each run (``cfgs[i]``, ``batch_fns[i]``, ``runs[i]``) to ``cfgs[i].steps`` as
-    ``sparselen.training.train.train`` would, all in one model; returns their summaries in order."""
+    ``sparselen.training.train.train`` would, all in one model; returns their summaries in order.
+
+    The runs' steps come from their checkpoints' headers, and on CUDA the one worker that draws
+    every group's batches is forked then, before any checkpoint or model is on the GPU: a
+    process that has initialised CUDA is not safe to fork. Resolving the device before it only
+    counts the GPUs, which initialises no CUDA context (``torch.cuda.is_initialized()`` stays
+    False)."""
     check_recipe(cfgs)
     device = runs[0].runtime.device
     arch = json.loads(json.dumps(model_cfg.to_dict()))
-    states = [own_checkpoint(run.files.checkpoint, config_hash(run.identity), code_fingerprint(*run.code), arch,
-                             device) for run in runs]
+    chashes = [config_hash(run.identity) for run in runs]
+    codes = [code_fingerprint(*run.code) for run in runs]
+    starts = [own_checkpoint_step(run.files.checkpoint, h, c, arch) for run, h, c in zip(runs, chashes, codes)]
+    stop = cfgs[0].steps
+    ahead = PREFETCH_STEPS if device.type == "cuda" and len(runs) > 1 else 0
+    batches = step_batches(model_cfg, cfgs, batch_fns, starts, stop, ahead=ahead)
     summaries = [None] * len(runs)
-    at_step = lambda i: states[i]["step"] if states[i] is not None else 0  # noqa: E731
-    for step, members in itertools.groupby(sorted(range(len(runs)), key=at_step), key=at_step):
-        members = list(members)
-        done = _train_group(model_cfg, [cfgs[i] for i in members], [batch_fns[i] for i in members],
-                            [runs[i] for i in members], [states[i] for i in members], step, arch, device)
+    for step, members in step_groups(starts):
+        states = [own_checkpoint(runs[i].files.checkpoint, chashes[i], codes[i], arch, device) if step else None
+                  for i in members]
+        if step and any(state is None or state["step"] != step for state in states):
+            raise RuntimeError(f"the checkpoints of runs {[runs[i].files.checkpoint for i in members]} changed "
+                               f"since this stack read them at step {step}")
+        done = _train_group(model_cfg, [cfgs[i] for i in members], [runs[i] for i in members], states, step, arch,
+                            device, itertools.islice(batches, max(stop - step, 0)))
         for i, summary in zip(members, done):
             summaries[i] = summary
     return summaries
+
+
+def step_groups(starts: list[int]) -> list[tuple[int, list[int]]]:
+    """(step, runs) of the runs that stand at each step of ``starts``, the lowest step first:
+    each group trains as a stack of its own (a kill between two runs' checkpoint writes leaves
+    them at different steps)."""
+    order = sorted(range(len(starts)), key=starts.__getitem__)
+    return [(step, list(runs)) for step, runs in itertools.groupby(order, key=starts.__getitem__)]
 
 
 def check_recipe(cfgs: list[TrainConfig]) -> None:
@@ -89,9 +111,9 @@ def check_recipe(cfgs: list[TrainConfig]) -> None:
                              f"differs from seed {cfgs[0].seed} in {differ}")
 
 
-def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -> list[dict]:
-    """Runs that all stand at ``step`` (their checkpoints ``states``, None at step 0); on CUDA
-    their batches drawn ``PREFETCH_STEPS`` ahead (``step_batches``)."""
+def _train_group(model_cfg, cfgs, runs, states, step, arch, device, batches) -> list[dict]:
+    """Runs that all stand at ``step`` (their checkpoints ``states``, None at step 0), trained
+    on ``batches``: their ``StackedStep`` of each step from ``step`` on (``step_batches``)."""
     cfg, runtime, S = cfgs[0], runs[0].runtime, len(runs)
     cuda = device.type == "cuda"
     if cuda:
@@ -130,17 +152,15 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
     flops_per_token = {}
     tokens_since, flops_since, tokens_run, flops_run = [0] * S, [0.0] * S, [0] * S, [0.0] * S
     t_start = t_last = t_saved = time.perf_counter()
-    ahead = PREFETCH_STEPS if cuda and S > 1 else 0
-    for batches in step_batches(model_cfg, cfgs, batch_fns, step, cfg.steps, ahead):
+    for drawn in batches:
         lr = sched.get_last_lr()[0]
-        losses, parts = train_step(fwd, model, opt, sched, batches, cfg, device)
+        losses, parts = train_step(fwd, model, opt, sched, drawn.batch, S, cfg, device)
         step += 1
-        for s, b in enumerate(batches):
-            seq_len = b.input_ids.shape[1]
+        for s, (seq_len, tokens) in enumerate(zip(drawn.lengths, drawn.tokens)):
             if seq_len not in flops_per_token:
                 flops_per_token[seq_len] = single.flops_per_token(seq_len)
-            tokens_since[s] += b.num_tokens
-            flops_since[s] += b.num_tokens * flops_per_token[seq_len]
+            tokens_since[s] += tokens
+            flops_since[s] += tokens * flops_per_token[seq_len]
         if step % cfg.log_every == 0 or step == cfg.steps:
             now = time.perf_counter()
             seconds = max(now - t_last, 1e-9)
@@ -173,19 +193,39 @@ def _train_group(model_cfg, cfgs, batch_fns, runs, states, step, arch, device) -
     return summaries
 
 
+@dataclasses.dataclass
+class StackedStep:
+    """One step's batches of a stack's runs, stacked where they are drawn: the batch of S x B
+    rows (``stack_batches``), and each run's own length and token count (throughput counts a
+    run's tokens, not its padding). A worker hands it over as 2-4 tensors, each one
+    shared-memory file descriptor, whatever S: S runs' batches apart would be 2-4 x S."""
+
+    batch: Batch
+    lengths: list[int]
+    tokens: list[int]
+
+    @classmethod
+    def of(cls, batches: list[Batch]) -> "StackedStep":
+        return cls(stack_batches(batches), [b.input_ids.shape[1] for b in batches], [b.num_tokens for b in batches])
+
+
 class StepBatches(torch.utils.data.IterableDataset):
-    """Per step from ``start`` to ``stop`` - 1, the runs' batches with their position schemes
-    applied: each a function of its run's seed and the step alone (``batch_fn(step)``, PoSE's
-    ``generator("pose", seed, step)``), so where they are drawn changes no number."""
+    """For each group of runs at one step of ``starts`` (``step_groups``), in turn, per step
+    from there to ``stop`` - 1, the group's batches with their position schemes applied, as one
+    ``StackedStep``: each batch a function of its run's seed and the step alone
+    (``batch_fn(step)``, PoSE's ``generator("pose", seed, step)``), so where they are drawn
+    changes no number."""
 
     def __init__(self, model_cfg: ModelConfig, cfgs: list[TrainConfig], batch_fns: list[Callable[[int], Batch]],
-                 start: int, stop: int):
+                 starts: list[int], stop: int):
         super().__init__()
-        self.model_cfg, self.cfgs, self.batch_fns, self.start, self.stop = model_cfg, cfgs, batch_fns, start, stop
+        self.model_cfg, self.cfgs, self.batch_fns, self.starts, self.stop = model_cfg, cfgs, batch_fns, starts, stop
 
     def __iter__(self):
-        for step in range(self.start, self.stop):
-            yield [apply_position_scheme(fn(step), self.model_cfg, c, step) for fn, c in zip(self.batch_fns, self.cfgs)]
+        for start, runs in step_groups(self.starts):
+            for step in range(start, self.stop):
+                yield StackedStep.of([apply_position_scheme(self.batch_fns[i](step), self.model_cfg, self.cfgs[i], step)
+                                      for i in runs])
 
 
 # Steps a CUDA stack's batches are drawn ahead of its device: drawing S runs' batches on the
@@ -195,29 +235,28 @@ PREFETCH_STEPS = 4
 
 
 def step_batches(model_cfg: ModelConfig, cfgs: list[TrainConfig], batch_fns: list[Callable[[int], Batch]],
-                 start: int, stop: int, ahead: int = 0):
-    """``StepBatches`` in this process, or with ``ahead`` > 0 in one forked worker process
+                 starts: list[int], stop: int, ahead: int = 0):
+    """``StepBatches`` in this process, or with ``ahead`` > 0 in one worker process
     (``torch.utils.data.DataLoader``) up to ``ahead`` steps ahead (Linux; elsewhere in this
-    process)."""
-    data = StepBatches(model_cfg, cfgs, batch_fns, start, stop)
-    if not ahead or not sys.platform.startswith("linux") or start >= stop:
+    process). The worker is forked when this is called: call it before CUDA is initialised."""
+    data = StepBatches(model_cfg, cfgs, batch_fns, starts, stop)
+    if not ahead or not sys.platform.startswith("linux") or all(start >= stop for start in starts):
         return iter(data)
     return iter(torch.utils.data.DataLoader(data, batch_size=None, num_workers=1, prefetch_factor=ahead,
                                             multiprocessing_context="fork"))
 
 
-def train_step(fwd, model, opt, sched, batches: list[Batch], cfg: TrainConfig, device: torch.device):
+def train_step(fwd, model, opt, sched, batch: Batch, S: int, cfg: TrainConfig, device: torch.device):
     """One step of every run of the stack ``model`` (``fwd``: it, or its compiled form) on the
-    runs' ``batches`` (position scheme applied): forward, backward, per-run clipping, AdamW
-    and schedule; returns the (S,) losses and their parts, still on the device.
+    S runs' batches stacked (``stack_batches``; position scheme applied): forward, backward,
+    per-run clipping, AdamW and schedule; returns the (S,) losses and their parts, still on the
+    device.
 
     One pass when ``cfg.micro_batch`` is 0 or covers a run's rows; else micro-steps of
     ``micro_batch`` rows of every run, each run's losses summed over its labels and divided by
     its whole step's label counts, so the micro-steps' gradients add up to the one-pass step's
     (as ``sparselen.training.train.backward`` does for one run)."""
-    S = len(batches)
     opt.zero_grad(set_to_none=True)  # before the forward pass: activations never sit beside old gradients
-    batch = stack_batches(batches)
     rows = batch.input_ids.shape[0] // S
     if not cfg.micro_batch or cfg.micro_batch >= rows:
         losses, parts = backward(fwd, batch, S, cfg, device)

@@ -5,12 +5,13 @@ import copy
 import dataclasses
 import importlib
 import json
+import subprocess
 import sys
 
 import pandas as pd
 import pytest
 import torch
-from conftest import PYTHON, ROOT, smoke_config, validated
+from conftest import PYTHON, ROOT, smoke_config, subprocess_env, validated
 
 from sparselen.interface.job import Job
 from sparselen.interface.run import Run
@@ -210,7 +211,8 @@ def test_a_killed_stack_resumes_every_run_to_the_weights_of_an_uninterrupted_one
 
 def test_a_stack_on_the_simulated_gpu_trains_as_on_the_cpu(tmp_path, monkeypatch):
     """The CUDA path (fused AdamW, labelled positions alone unembedded: parity labels one token a
-    row, as many in every run) on the simulated GPU: each run's weights as the CPU stack's."""
+    row, as many in every run; batches drawn in a worker, forked while nothing is on the GPU) on
+    the simulated GPU: each run's weights as the CPU stack's."""
     from sparselen.runtime.simulated_cuda import simulate
 
     def specs(where, device):
@@ -222,11 +224,14 @@ def test_a_stack_on_the_simulated_gpu_trains_as_on_the_cpu(tmp_path, monkeypatch
     import sparselen.training.stacked as stacked
 
     train_jobs([as_job(spec) for spec in specs("cpu", "cpu")])
-    selected = []
-    copy_positions = stacked.device_copy
+    selected, forks = [], []
+    copy_positions, draw = stacked.device_copy, stacked.step_batches
     monkeypatch.setattr(stacked, "device_copy", lambda t, d: selected.append(len(t)) or copy_positions(t, d))
-    with simulate(1):
+    with simulate(1) as gpu:
+        monkeypatch.setattr(stacked, "step_batches",
+                            lambda *a, ahead: forks.append((ahead, gpu.device_bytes())) or draw(*a, ahead=ahead))
         train_jobs([as_job(spec) for spec in specs("cuda", "cuda")])
+    assert forks == [(stacked.PREFETCH_STEPS, 0)]  # one worker, forked before any byte was on the GPU
     for s in SEEDS:
         a, b = load_state(tmp_path / f"cpu/{s}/model.pt"), load_state(tmp_path / f"cuda/{s}/model.pt")
         assert b["provenance"]["device"].startswith("cuda")
@@ -295,22 +300,45 @@ def test_a_stack_jobs_runs_are_the_jobs_their_own_rule_hands_over(tmp_path):
 
 @pytest.mark.parametrize("kind", ["parity", "ppc"])
 def test_batches_drawn_ahead_in_a_worker_are_the_batches_drawn_in_place(tmp_path, kind):
-    """A CUDA stack draws its runs' batches in a worker process a few steps ahead
-    (``step_batches``): from a resumed step on, every step's batches are the ones the stack
-    draws itself, field for field (PoSE's ids and PPC's coupled ids included)."""
-    from sparselen.training.stacked import StepBatches, step_batches
+    """A CUDA stack draws its runs' batches in a worker process a few steps ahead and stacks
+    them there (``step_batches``): for runs resumed at two steps, the group at the lower step
+    first, every step's stacked batch is the one of the group's batches drawn in place, field
+    for field (PoSE's ids and PPC's coupled ids included), with each run's length and tokens."""
+    from sparselen.training.stacked import StackedStep, step_batches
+    from sparselen.training.train import apply_position_scheme
 
     jobs = [as_job(KINDS[kind](tmp_path / str(s), s)) for s in SEEDS]
     model_cfgs, cfgs, batch_fns = zip(*(importlib.import_module(f"sparselen.{kind}.jobs").training(j) for j in jobs))
-    args = (model_cfgs[0], list(cfgs), list(batch_fns), 3, 9)
-    drawn_ahead = list(step_batches(*args, ahead=3))
-    in_place = list(StepBatches(*args))
-    assert len(drawn_ahead) == len(in_place) == 6
-    for ahead, here in zip(drawn_ahead, in_place):
-        for a, b in zip(ahead, here):
-            for field in dataclasses.fields(b):
-                x, y = getattr(a, field.name), getattr(b, field.name)
-                assert (x is None and y is None) or torch.equal(x, y), field.name
+    drawn_ahead = list(step_batches(model_cfgs[0], list(cfgs), list(batch_fns), [3, 5, 3], 9, ahead=3))
+    in_place = [(step, [0, 2]) for step in range(3, 9)] + [(step, [1]) for step in range(5, 9)]
+    assert len(drawn_ahead) == len(in_place) == 10
+    for got, (step, runs) in zip(drawn_ahead, in_place):
+        want = StackedStep.of([apply_position_scheme(batch_fns[i](step), model_cfgs[0], cfgs[i], step) for i in runs])
+        assert got.lengths == want.lengths and got.tokens == want.tokens
+        for field in dataclasses.fields(want.batch):
+            x, y = getattr(got.batch, field.name), getattr(want.batch, field.name)
+            assert (x is None and y is None) or torch.equal(x, y), field.name
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the worker is forked on Linux only; counts /proc")
+@pytest.mark.parametrize("stack", [["parity"], ["ppc"], ["theory", "local"], ["theory", "nonlocal"],
+                                   ["theory", "coupled"]], ids="-".join)
+def test_paper_stacks_draw_their_batches_in_a_worker_under_1024_open_files(stack):
+    """configs/paper.yaml's stacks (parity's 58 runs, PPC's 35, the theory's GPT 85 on each law:
+    PoSE, RoPE, coupled ids) draw their batches through the worker, ``PREFETCH_STEPS`` ahead,
+    under a soft limit of 1024 open files (a common default), each step's the runs' batches
+    drawn and stacked in place (tests/stack_batch_worker.py). The worker hands a step over as
+    its 2-4 stacked tensors, a descriptor each, whatever the stack's size (measured: 15 to 23
+    beyond the ones it inherits; each run's batch apart, 570 to 1,210, and the PoSE and coupled
+    stacks of 85 failed with 'Too many open files')."""
+    from sparselen.interface.config import load
+
+    out = subprocess.run([PYTHON, str(ROOT / "tests/stack_batch_worker.py"), *stack, "--limit", "1024"],
+                         capture_output=True, text=True, timeout=120, env=subprocess_env())
+    assert out.returncode == 0, out.stderr[-4000:]
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got["stack"] == load([ROOT / "configs/paper.yaml"])[stack[0]]["stack"]
+    assert got["worker_fds"] - got["inherited"] < 64, got
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_NOFILE as Linux sets it")
@@ -318,13 +346,13 @@ def test_a_job_raises_its_open_file_limit_to_the_hard_one_and_says_so_once(caplo
     import logging
     import resource
 
-    from sparselen.device import raise_open_file_limit
+    from sparselen.runtime.device import raise_open_file_limit
 
     before = resource.getrlimit(resource.RLIMIT_NOFILE)
     hard = before[1]
     if hard <= 64:
         pytest.skip(f"hard open-file limit {hard}")
-    caplog.set_level(logging.INFO, logger="sparselen.device")
+    caplog.set_level(logging.INFO, logger="sparselen.runtime.device")
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
         raise_open_file_limit()
