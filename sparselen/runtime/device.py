@@ -109,7 +109,7 @@ def configure_cpu(threads: int | None) -> None:
 def raise_open_file_limit() -> None:
     """The soft limit on open files raised to the hard one (logged where it changes): a CUDA
     stack's batch worker hands tensors over as shared-memory file descriptors
-    (``sparselen.stacked.step_batches``), beside every library's own, and 1024, a common soft
+    (``sparselen.training.stacked.step_batches``), beside every library's own, and 1024, a common soft
     default, is not far above them. Nothing where the platform has no ``resource`` module."""
     try:
         import resource

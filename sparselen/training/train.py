@@ -368,7 +368,7 @@ def own_checkpoint(checkpoint, chash: str, code: str, arch: dict, device: torch.
 def own_checkpoint_step(checkpoint, chash: str, code: str, arch: dict) -> int:
     """The step of ``checkpoint`` when it is this run's (``own_checkpoint``'s test), else 0, read
     from the file's header alone: a stack learns where its runs stand, and starts the worker
-    that draws their batches, before any tensor is on the GPU (``sparselen.stacked``)."""
+    that draws their batches, before any tensor is on the GPU (``sparselen.training.stacked``)."""
     if not checkpoint.exists():
         return 0
     header = modelfile.read_header(checkpoint)
