@@ -56,8 +56,14 @@ def training_batches(task: str, task_cfg: dict, seed: int, batch_size: int, max_
                      coupled: bool = True):
     """``step -> Batch``, a pure function of (task, seed, step): sizes uniform in the training
     range, coupled ids skipped between the task's units (``id_skips`` of them, coupled runs
-    only) and shifted by a random start offset when ``offset``; without ``coupled`` the batch
-    has plain positions (what rope and pose shift), on the same samples."""
+    only), else shifted by a random start offset when ``offset``; without ``coupled`` the batch
+    has plain positions (what rope and pose shift), on the same samples.
+
+    A row gets one shift, never both: evaluation lays every size out unshifted (ids from 0, no
+    skip), which one uniform shift draws as often as any other (1 / (room + 1)), while a skip
+    and then an offset in the room it leaves draw it about as rarely as its square (the
+    shortest size's unshifted layout then in about 1 of 24,000 rows, absent from whole training
+    runs). The skips already train the large ids the offset is for."""
     module, (lo, hi), params = task_module(task), task_cfg["train_sizes"], sampler_params(task_cfg)
     skips = task_cfg.get("id_skips", 0) if coupled else 0
 
@@ -66,7 +72,7 @@ def training_batches(task: str, task_cfg: dict, seed: int, batch_size: int, max_
         s = module.sample(torch.randint(lo, hi + 1, (batch_size,), generator=g), g, **params)
         if skips:
             s = skip_ids(s, module.unit_starts(s), skips, max_position_id, g)
-        batch = to_batch(s, random_offsets(s, max_position_id, g) if offset else None)
+        batch = to_batch(s, random_offsets(s, max_position_id, g) if offset and not skips else None)
         if not coupled:
             batch.position_ids = None
         return batch

@@ -11,6 +11,7 @@ import pytest
 import torch
 from conftest import validated
 
+from sparselen.interface.config import load as load_config
 from sparselen.interface.job import Job
 from sparselen.jobs.dispatch import run
 from sparselen.nn.batch import IGNORE
@@ -373,6 +374,37 @@ def test_parity_scratchpad_trains_on_id_skips_and_every_id():
     assert (ppc.training_batches("parity_scratchpad", task_cfg, 0, 16, 40, False, coupled=False)(0).position_ids
             is None)
     assert torch.equal(skipped.labels != IGNORE, skipped.position_labels != IGNORE)
+
+
+@pytest.mark.parametrize("configfile", ["config.yaml", "configs/cpu-extended.yaml"])
+def test_every_training_size_trains_on_the_layout_evaluation_feeds(configfile):
+    """Evaluation lays each sample's coupled ids out unshifted (ids from 0, no skip), and the fit
+    gate reads exact match at the training sizes so laid out: a coupled run trains on that
+    layout at every training size of every task, in at least 1 / (2 (max_position_id + 1)) of
+    its rows (one uniform shift: 1 / (room + 1)), with id skips too. A skip and then a random
+    offset left cpu-extended's parity_scratchpad l = 3 unshifted in about 1 of 24,000 rows:
+    never in some training runs, and PPC, which never had to predict the id 7 of its answer,
+    failed that training size."""
+    from sparselen.ppc.runs import run_task_config
+    from sparselen.ppc.tasks import task_module
+
+    p = load_config([Path(__file__).resolve().parents[1] / configfile])["ppc"]
+    rows, steps = 8192, 8
+    for task in p["tasks"]:
+        cfg, module = run_task_config(p, task), task_module(task)
+        lo, hi = cfg["train_sizes"]
+        fn = ppc.training_batches(task, cfg, 0, rows, p["max_position_id"], p["random_offset"])
+        unshifted, drawn = torch.zeros(hi + 1), torch.zeros(hi + 1)
+        for step in range(steps):
+            b = fn(step)
+            g = generator("ppc-train", task, 0, step)  # the batch's samples, drawn again, with their own ids
+            size = torch.randint(lo, hi + 1, (rows,), generator=g)
+            s = module.sample(size, g, **sampler_params(cfg))
+            assert torch.equal(b.input_ids, s.tokens)
+            drawn += torch.bincount(size, minlength=hi + 1)
+            unshifted += torch.bincount(size[(b.position_ids == s.position_ids).all(dim=1)], minlength=hi + 1)
+        share = (unshifted / drawn)[lo:]
+        assert (share >= 1 / (2 * (p["max_position_id"] + 1))).all(), (task, dict(zip(range(lo, hi + 1), share.tolist())))
 
 
 def test_a_task_format_is_part_of_its_runs_identity_and_the_eval_sets_format_of_their_params():
