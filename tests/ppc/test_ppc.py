@@ -388,7 +388,7 @@ def test_every_training_size_trains_on_the_layout_evaluation_feeds(configfile):
     from sparselen.ppc.runs import run_task_config
     from sparselen.ppc.tasks import task_module
 
-    p = load_config([Path(__file__).resolve().parents[1] / configfile])["ppc"]
+    p = load_config([Path(__file__).resolve().parents[2] / configfile])["ppc"]
     rows, steps = 8192, 8
     for task in p["tasks"]:
         cfg, module = run_task_config(p, task), task_module(task)
