@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from sparselen.interface import config
+from sparselen.ppc.runs import all_schemes
 from sparselen.presentation.tables import read_tables
 from sparselen.report import claims as cl
 from sparselen.statistics import verdicts as v
@@ -35,7 +36,7 @@ def in_config(name: str, t: pd.DataFrame, cfg: dict) -> pd.DataFrame:
     if name == "parity":
         return t[t["K_train"].isin(c["K_train"])]
     if name == "ppc":
-        return t[t["task"].isin(c["tasks"]) & t["scheme"].isin(c["schemes"])]
+        return t[t["task"].isin(c["tasks"]) & t["scheme"].isin(all_schemes(c))]
     k = t["model"].map({"sfa": c["k"], "gpt": c["gpt"]["k"]})
     keep = np.array([kk in ks for kk, ks in zip(t["k"], k)], dtype=bool)
     return t[keep & t["distribution"].isin(c["distributions"])]

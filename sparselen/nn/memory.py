@@ -145,7 +145,7 @@ def layer_live(cfg, a: int) -> float:
 
 def extra_head(cfg) -> int:
     """Outputs of the PPC position head (0 without one)."""
-    return cfg.max_position_id + 1 if getattr(cfg, "scheme", "") == "ppc" else 0
+    return cfg.position_classes if getattr(cfg, "scheme", "") == "ppc" else 0
 
 
 def outside_layers(cfg, a: int, param_grads: bool = True) -> float:

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 POSITION_SCHEMES = ("nope", "rope", "pose", "coupled", "ppc")
+POSITION_TARGETS = ("absolute", "offset")  # what a PPC head predicts of the next id (ModelConfig.position_target)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,10 @@ class ModelConfig:
     # to the *values* of the last layer (a head there copies the id of the token it attends
     # to) and to the final hidden state (its own id), never to anything a query or key sees.
     id_embedding: bool = False
+    # ppc only: what the position head predicts of the next token's id. "absolute": the id
+    # itself, one of max_position_id + 1 classes; "offset": the id minus the current token's,
+    # one of 2 max_position_id + 1 classes (docs/reconstruction.md, "PPC's id readings").
+    position_target: str = "absolute"
 
     def __post_init__(self):
         if self.scheme not in POSITION_SCHEMES:
@@ -54,6 +59,13 @@ class ModelConfig:
             raise ValueError("max_position_id must be >= 1 for the ppc scheme")
         if self.id_embedding and (self.scheme not in ("coupled", "ppc") or self.max_position_id < 1):
             raise ValueError("id_embedding needs scheme coupled or ppc and max_position_id >= 1")
+        if self.position_target not in POSITION_TARGETS:
+            raise ValueError(f"position_target = {self.position_target!r}: expected one of {POSITION_TARGETS}")
+
+    @property
+    def position_classes(self) -> int:
+        """Outputs of the PPC position head: every id, or every offset from -max to +max."""
+        return self.max_position_id + 1 if self.position_target == "absolute" else 2 * self.max_position_id + 1
 
     @property
     def head_size(self) -> int:
@@ -207,7 +219,7 @@ class GPTNeoX(Decoder):
         self.gpt_neox = Backbone(cfg)
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self.rotary = Rotary(cfg.rotary_ndims, cfg.rotary_base) if cfg.rotary_ndims else None
-        self.position_head = nn.Linear(cfg.d_model, cfg.max_position_id + 1) if cfg.scheme == "ppc" else None
+        self.position_head = nn.Linear(cfg.d_model, cfg.position_classes) if cfg.scheme == "ppc" else None
         self.apply(self._init_weights)
 
     @staticmethod

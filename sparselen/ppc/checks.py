@@ -5,7 +5,7 @@ from __future__ import annotations
 from sparselen.interface import variants
 from sparselen.interface.config import model_errors
 from sparselen.nn.model import POSITION_SCHEMES
-from sparselen.ppc.runs import task_model
+from sparselen.ppc.runs import all_schemes, task_model
 from sparselen.ppc.tasks import sampler_params, task_kind, task_module
 from sparselen.training.train import micro_batch_errors
 
@@ -19,9 +19,15 @@ SIZED_KEYS = {
 
 
 def config_errors(p: dict) -> list[str]:
-    out = variants.variant_errors("ppc", p, p["schemes"], POSITION_SCHEMES, p["model"])
+    names = all_schemes({**p, "tasks": [t for t in p["tasks"] if t in p]})
+    out = variants.variant_errors("ppc", p, names, POSITION_SCHEMES, p["model"])
     out += micro_batch_errors("ppc.micro_batch", p["micro_batch"], p["train"]["batch_size"], "ppc.train.batch_size")
-    if any(variants.run_scheme(p, n) == "pose" for n in p["schemes"]) and "pose" not in p:
+    for name, v in p.get("variants", {}).items():
+        target = v.get("model", {}).get("position_target", "absolute")
+        if target != "absolute" and v["scheme"] != "ppc":
+            out.append(f"ppc.variants.{name}.model.position_target = {target!r}: only a ppc run has a position "
+                       f"head (its scheme is {v['scheme']!r})")
+    if any(variants.run_scheme(p, n) == "pose" for n in names) and "pose" not in p:
         out.append("ppc.schemes runs the pose scheme but the section ppc.pose is missing")
     for task in p["tasks"]:
         t = p.get(task)

@@ -18,6 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sparselen.ppc.evaluate import ERROR_AT
+from sparselen.ppc.runs import all_schemes, task_schemes
 from sparselen.ppc.tasks import sampler_params, task_module
 from sparselen.statistics import power
 from sparselen.statistics.stats import DIFFERENCE, binomial_noise, margin_range, ratio_noise, t_interval, welch_interval
@@ -31,7 +33,8 @@ ORACLE_TOLERANCE = round(1 - FIT, 10)  # C2: PPC within the shortfall the fit ga
 RETAINED = 0.5  # C1, C2: the credited scheme keeps more than half its margin above chance at the largest size (as P2, T2)
 ORACLE, PREDICTED = "coupled", "ppc"
 DIAGNOSTICS = ("first_id_accuracy", "later_id_accuracy", "first_id_accuracy_within", "first_id_accuracy_beyond",
-               "accuracy_within", "accuracy_beyond", "n_beyond", "n", "first_lookup_limit")
+               "accuracy_within", "accuracy_beyond", "n_beyond", "n", "first_lookup_limit",
+               *(f"first_error_at_{where}_id" for where in ERROR_AT), "forced_token_accuracy")
 
 
 def task_facts(name: str, section: dict) -> dict:
@@ -49,10 +52,22 @@ def task_facts(name: str, section: dict) -> dict:
 
 
 def facts(section: dict) -> dict:
-    """What the tests need of the config run (``ppc``): each task's training sizes and facts."""
+    """What the tests need of the config run (``ppc``): each task's training sizes and facts,
+    and the sensitivity runs of PPC (``sensitivity``: name -> what its position head predicts),
+    where the config runs any."""
     tasks = section["tasks"]
-    return {"train_sizes": {task: section[task]["train_sizes"] for task in tasks},
-            "tasks": {task: task_facts(task, section[task]) for task in tasks}}
+    out = {"train_sizes": {task: section[task]["train_sizes"] for task in tasks},
+           "tasks": {task: task_facts(task, section[task]) for task in tasks}}
+    sensitivity = sensitivity_runs(section)
+    return out | ({"sensitivity": sensitivity} if sensitivity else {})
+
+
+def sensitivity_runs(section: dict) -> dict:
+    """The runs of scheme ppc other than ``ppc`` (the primary reading), with what each one's
+    position head predicts of the next id (docs/reconstruction.md, "PPC's id readings")."""
+    variants = section.get("variants", {})
+    return {name: variants[name].get("model", {}).get("position_target", "absolute")
+            for name in all_schemes(section) if name != PREDICTED and variants.get(name, {}).get("scheme") == PREDICTED}
 
 
 def run_scores(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
@@ -93,7 +108,8 @@ class TaskRuns:
         self.runs = {sc: g for sc, g in fitted.groupby("scheme") if len(g) >= MIN_FITTED_RUNS}
         self.fitted = {sc: g["largest"].to_numpy(float) for sc, g in self.runs.items()}
         self.noise = {sc: binomial_noise(g["largest"], g["n"]) for sc, g in self.runs.items()}
-        self.baselines = [sc for sc in self.counts if sc not in (ORACLE, PREDICTED)]
+        self.sensitivity = s.facts.get("sensitivity", {})
+        self.baselines = [sc for sc in self.counts if sc not in (ORACLE, PREDICTED, *self.sensitivity)]
         chance = self.facts.get("chance", {}).get(self.size)
         self.chance = task_module(task).chance_exact_match(self.size) if chance is None else chance
 
@@ -166,15 +182,20 @@ class TaskRuns:
             return "extension [ours]: not a task the paper tests PPC on"
         return ""
 
-    def diagnostics(self) -> str:
-        """PPC's id accuracy at the largest size (first id, later ones, the first by lookup
-        distance) and oracle coupling's exact match by lookup distance, means over fitted runs;
-        with whether the coupled runs ever trained on the test's first-lookup distances."""
+    def diagnostics(self, predicted: str = PREDICTED) -> str:
+        """The PPC run ``predicted``'s id accuracy at the largest size (first id, later ones, the
+        first by lookup distance), where its first wrong id is and its tokens given the oracle's
+        ids, and oracle coupling's exact match by lookup distance, means over fitted runs; with
+        whether the coupled runs ever trained on the test's first-lookup distances."""
         out = []
-        if PREDICTED in self.runs and "first_id_accuracy" in self.runs[PREDICTED]:
-            r = self.runs[PREDICTED].mean(numeric_only=True)
-            out.append(f"ppc ids: first {r['first_id_accuracy']:.2f} ({_split(r, 'first_id_accuracy')}), "
+        if predicted in self.runs and "first_id_accuracy" in self.runs[predicted]:
+            r = self.runs[predicted].mean(numeric_only=True)
+            out.append(f"{predicted} ids: first {r['first_id_accuracy']:.2f} ({_split(r, 'first_id_accuracy')}), "
                        f"later {r['later_id_accuracy']:.2f} (given a right first id)")
+            if "forced_token_accuracy" in r:
+                errors = ", ".join(f"{where} {r[f'first_error_at_{where}_id']:.2f}" for where in ERROR_AT)
+                out.append(f"{predicted}'s first wrong id: {errors}; its tokens given the oracle's ids "
+                           f"{r['forced_token_accuracy']:.2f}")
         if ORACLE in self.runs and "accuracy_within" in self.runs[ORACLE]:
             out.append(f"coupled exact match: {_split(self.runs[ORACLE].mean(numeric_only=True), 'accuracy')}")
         far = next((g for g in self.runs.values() if "n_beyond" in g), None)
@@ -227,39 +248,46 @@ def ppc_coupling(data: dict, s: Settings) -> list[Result]:
 def ppc_predicts_ids(data: dict, s: Settings) -> list[Result]:
     """C2: on the paper's tasks whose ids depend on the input, PPC beats the best fitted baseline
     and comes within ORACLE_TOLERANCE of oracle coupling; controls, our own tasks and (PPC
-    against oracle coupling only) the tasks whose ids do not depend on the input shown aside."""
+    against oracle coupling only) the tasks whose ids do not depend on the input shown aside;
+    on the deciding tasks, each sensitivity run of PPC (another reading of what its position head
+    predicts) tested the same way and shown aside, never deciding."""
     out = []
     for t in _tasks(data, s):
         role = t.c2_role()
         name = t.group(role) if role else t.paper_group()
-        reference = not t.facts["ids_depend_on_input"]
-        gate = (t.unfitted(PREDICTED, role, name) or t.unfitted(ORACLE, role, name)
-                or (None if reference else t.unfitted("baseline", role, name)))
-        if gate:
-            out.append(gate)
-            continue
-        gap, gap_lo, gap_hi = t.difference(PREDICTED, ORACLE)
-        oracle = f"ppc - coupled {gap:+.2f} [{gap_lo:+.2f}, {gap_hi:+.2f}] (needs > -{ORACLE_TOLERANCE:.2g})"
-        diagnostics = t.diagnostics()
-        kept, generalizes = t.kept(PREDICTED)
-        if reference:
-            out.append(verdict_result(name, gap, gap_lo, gap_hi,
-                                      both(decide(gap_lo, gap_hi, -ORACLE_TOLERANCE), kept),
-                                      "; ".join(filter(None, [f"size {t.size}: {oracle}; {generalizes}", diagnostics])),
-                                      control=True))
-            continue
-        best = t.best_baseline()
-        gain, gain_lo, gain_hi = t.difference(PREDICTED, best)
-        verdict = both(decide(gain_lo, gain_hi, 0.0), decide(gap_lo, gap_hi, -ORACLE_TOLERANCE), kept)
-        note = (f"size {t.size}: ppc - {best} (best baseline on validation samples) {gain:+.2f} "
-                f"[{gain_lo:+.2f}, {gain_hi:+.2f}] (needs > 0); {oracle}; {generalizes}")
-        out.append(verdict_result(name, gain, gain_lo, gain_hi, verdict,
-                                  "; ".join(filter(None, [note, diagnostics])), bool(role)))
+        out.append(_c2_row(t, PREDICTED, name, role))
+        if not role:
+            out += [_c2_row(t, run, f"{t.task} (sensitivity: {run}, ppc's head predicts the next id's {target})",
+                            "sensitivity") for run, target in t.sensitivity.items() if run in t.counts]
     if not any(not r.control for r in out):
         out.append(gate_result("-", "none of the paper's tasks whose coupled ids depend on the input was run",
                                "run parity_scratchpad or variable_assignment with multi-digit constants "
                                "(configs/cpu-extended.yaml)"))
     return out
+
+
+def _c2_row(t: "TaskRuns", predicted: str, name: str, role: str) -> Result:
+    """C2's row of one task for the PPC run ``predicted``: a deciding row where ``role`` is ""."""
+    reference = not t.facts["ids_depend_on_input"]
+    gate = (t.unfitted(predicted, role, name) or t.unfitted(ORACLE, role, name)
+            or (None if reference else t.unfitted("baseline", role, name)))
+    if gate:
+        return gate
+    gap, gap_lo, gap_hi = t.difference(predicted, ORACLE)
+    oracle = f"{predicted} - coupled {gap:+.2f} [{gap_lo:+.2f}, {gap_hi:+.2f}] (needs > -{ORACLE_TOLERANCE:.2g})"
+    diagnostics = t.diagnostics(predicted)
+    kept, generalizes = t.kept(predicted)
+    if reference:
+        return verdict_result(name, gap, gap_lo, gap_hi, both(decide(gap_lo, gap_hi, -ORACLE_TOLERANCE), kept),
+                              "; ".join(filter(None, [f"size {t.size}: {oracle}; {generalizes}", diagnostics])),
+                              control=True)
+    best = t.best_baseline()
+    gain, gain_lo, gain_hi = t.difference(predicted, best)
+    verdict = both(decide(gain_lo, gain_hi, 0.0), decide(gap_lo, gap_hi, -ORACLE_TOLERANCE), kept)
+    note = (f"size {t.size}: {predicted} - {best} (best baseline on validation samples) {gain:+.2f} "
+            f"[{gain_lo:+.2f}, {gain_hi:+.2f}] (needs > 0); {oracle}; {generalizes}")
+    return verdict_result(name, gain, gain_lo, gain_hi, verdict, "; ".join(filter(None, [note, diagnostics])),
+                          bool(role))
 
 
 def _deciding(section: dict, claim: str) -> list:
@@ -281,12 +309,13 @@ def _sizing(section: dict, claim: str) -> tuple[int, int, int]:
 def _design(section: dict, claim: str) -> str:
     """"" when the tasks ``claim`` is decided on run coupled and a baseline on seeds that give it
     its power at the measured spread (every such task must hold)."""
-    schemes = set(section["schemes"])
+    tasks = _deciding(section, claim)
+    schemes = {name for task in tasks or section["tasks"] for name in task_schemes(section, task)}
     if claim == "C2" and PREDICTED not in schemes:
         return "no ppc run"
-    if not _deciding(section, claim):
+    if not tasks:
         return "no task of the kind the claim is decided on"
-    if ORACLE not in schemes or not schemes - {ORACLE, PREDICTED}:
+    if ORACLE not in schemes or not schemes - {ORACLE, PREDICTED, *sensitivity_runs(section)}:
         return "no coupled run or no baseline"
     return power.design(claim, *_sizing(section, claim), "task")
 

@@ -13,7 +13,7 @@ from sparselen.interface import variants
 from sparselen.nn import memory
 from sparselen.nn.flops import Shape, Work, aggregate, chunks, micro_steps, train_work
 from sparselen.nn.model import ModelConfig
-from sparselen.ppc.runs import run_model
+from sparselen.ppc.runs import run_model, task_schemes
 from sparselen.ppc.tasks import sampler_params, task_module
 
 TRAIN_BATCHES = 16  # real training batches whose padded lengths stand for every step's
@@ -76,7 +76,7 @@ def gpu_peak(config) -> float:
                                **sampler_params(t))
         P, R = int(s.prompt_len.max()), int((s.length - s.prompt_len).max())
         rows = min(p["eval"]["batch_size"], p["eval"]["n"])
-        for name in p["schemes"]:
+        for name in task_schemes(p, task):
             params = SimpleNamespace(model=p["model"], variant=p["variants"].get(name), train=p["train"],
                                      task_config=run_task_config(p, task), max_position_id=p["max_position_id"],
                                      id_embedding=p["id_embedding"])
@@ -92,7 +92,8 @@ table = figure = aggregate
 
 def _shape(model: dict, scheme: str, task: str, max_position_id: int) -> Shape:
     """A run's model; a ``ppc`` run also predicts position ids (its position head)."""
-    return Shape.of(model, len(task_module(task).VOCAB), max_position_id + 1 if scheme == "ppc" else 0)
+    head = _model(model, scheme, task, max_position_id, []).position_classes if scheme == "ppc" else 0
+    return Shape.of(model, len(task_module(task).VOCAB), head)
 
 
 def _model(model: dict, scheme: str, task: str, max_position_id: int, id_embedding: list) -> ModelConfig:

@@ -10,7 +10,9 @@ A generated response is its tokens up to its first end token.
 
 The diagnostics say where a ``ppc`` run's errors are: the first response id (the one the last
 prompt token predicts: for input-dependent ids a lookup in the prompt) against the later ones,
-and the first id split by its lookup distance, the id distance from the last prompt token to
+where each response's first wrong id is (the first, a later one, or one that ends the
+response), the tokens it gets right when fed the oracle's ids (so a failure of the id head
+tells apart from one of the task's lookups), and the first id split by its lookup distance, the id distance from the last prompt token to
 it, within the longest such distance of the training sizes or beyond it. Exact match is split
 the same way for every run."""
 
@@ -25,7 +27,12 @@ from sparselen.ppc.samples import Samples
 from sparselen.runtime.device import autocast
 
 log = logging.getLogger(__name__)
-COUNTS = ("tokens", "ids", "both", "ended", "first_id", "beyond", "both_beyond", "first_id_beyond")
+COUNTS = ("tokens", "ids", "both", "ended", "first_id", "beyond", "both_beyond", "first_id_beyond",
+          "error_first", "error_later", "error_end", "forced_tokens")
+# Where a ppc response's first wrong id is: at the first response id (the first lookup), at an
+# id that ends the response (the target's last id: the answer's and the end token's where they
+# share it), or at one in between (a later lookup).
+ERROR_AT = ("first", "later", "end")
 
 
 def first_lookup_distance(s: Samples) -> torch.Tensor:
@@ -61,6 +68,20 @@ def response_scores(tokens, ids, truth, truth_ids, lengths, eos: int):
     return ended, ok_tokens, ended & id_right.all(dim=1), id_right[:, 0]
 
 
+def first_error(ids, truth_ids, lengths) -> torch.Tensor:
+    """(B,) where each response's first wrong id is: an index of ``ERROR_AT``, or -1 where every
+    id it generated before its target's end is right."""
+    S = ids.shape[1]
+    t = torch.arange(S)[None, :]
+    wrong = (ids != truth_ids[:, :S]) & (t < lengths[:, None])
+    at = torch.where(wrong.any(dim=1), wrong.int().argmax(dim=1), -1)
+    rows = torch.arange(len(ids))
+    end_id = truth_ids[rows, (lengths - 1).clamp(max=truth_ids.shape[1] - 1)]
+    closes = truth_ids[rows, at.clamp(min=0)] == end_id
+    where = torch.where(at == 0, 0, torch.where(closes, 2, 1))
+    return torch.where(at < 0, -1, where)
+
+
 @torch.no_grad()
 def cell_scores(model, s: Samples, batch_size: int, device, lookup_limit: int | None = None,
                 eos: int | None = None) -> dict:
@@ -94,6 +115,15 @@ def cell_scores(model, s: Samples, batch_size: int, device, lookup_limit: int | 
                               ("first_id", first_id), ("beyond", beyond), ("both_beyond", both & beyond),
                               ("first_id_beyond", first_id & beyond)):
                 counts[key] += int(hits.sum())
+            if model.cfg.scheme == "ppc":
+                error = first_error(ids.cpu(), truth_ids, lengths)
+                for k, where in enumerate(ERROR_AT):
+                    counts[f"error_{where}"] += int((error == k).sum())
+                with autocast(device):
+                    forced, _ = generate(model, b.tokens[:, :P].to(device), b.position_ids[:, :P].to(device), R,
+                                         oracle_ids=truth_ids.to(device), eos=eos, caps=lengths, forced=True)
+                counts["forced_tokens"] += int(response_scores(forced.cpu(), None, truth, truth_ids, lengths,
+                                                               eos)[1].sum())
     return counts
 
 
@@ -108,8 +138,11 @@ def evaluate_cells(model, cells: dict, batch_size: int, device, lookup_limit: in
     tokens right, ended there), ``end_accuracy`` (ended there, whatever the tokens); for ppc
     ``position_accuracy`` (every id right, ended there), ``first_id_accuracy`` and
     ``later_id_accuracy`` (every later id right and ended there, of the samples whose first id is
-    right); ``n_beyond``, the samples whose first lookup is longer than ``lookup_limit``, and the
-    exact match and (ppc) first-id accuracy within and beyond it. ``eos``: the task's
+    right), ``first_error_at_<first|later|end>_id`` (the share of responses whose first wrong id
+    is there: ``ERROR_AT``) and ``forced_token_accuracy`` (the tokens right and ended there when
+    the oracle's ids are fed instead of the predicted ones: what the model gets right given the
+    right ids); ``n_beyond``, the samples whose first lookup is longer than ``lookup_limit``, and
+    the exact match and (ppc) first-id accuracy within and beyond it. ``eos``: the task's
     end-of-response token. ``labels`` become columns (``scheme``: the run's name, by default the
     model's scheme)."""
     scheme, rows = model.cfg.scheme, []
@@ -120,6 +153,8 @@ def evaluate_cells(model, cells: dict, batch_size: int, device, lookup_limit: in
         c, n = cell_scores(model, s, batch_size, device, lookup_limit, eos), len(s)
         within = n - c["beyond"]
         ids = {"position_accuracy": c["ids"] / n, "first_id_accuracy": c["first_id"] / n,
+               **{f"first_error_at_{where}_id": c[f"error_{where}"] / n for where in ERROR_AT},
+               "forced_token_accuracy": c["forced_tokens"] / n,
                "later_id_accuracy": _share(c["ids"], c["first_id"]),  # every id right, of the right first ids
                "first_id_accuracy_within": _share(c["first_id"] - c["first_id_beyond"], within),
                "first_id_accuracy_beyond": _share(c["first_id_beyond"], c["beyond"])}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 
 from sparselen.nn.model import GPTNeoX
+from sparselen.ppc.samples import predicted_ids
 
 COUPLED = ("coupled", "ppc")
 
@@ -22,20 +23,24 @@ COUPLED = ("coupled", "ppc")
 @torch.no_grad()
 def generate(model: GPTNeoX, prompt: torch.Tensor, prompt_ids: torch.Tensor | None, steps: int,
              oracle_ids: torch.Tensor | None = None, use_cache: bool = True, eos: int | None = None,
-             caps: torch.Tensor | None = None):
+             caps: torch.Tensor | None = None, forced: bool = False):
     """Generate up to ``steps`` tokens after ``prompt`` (B, P), all prompts of one length.
 
     With ``eos``, row b is done once it has emitted ``eos`` or ``caps[b]`` tokens (default
     ``steps``), and generation stops early when every row is done.
+    ``forced``: a ``ppc`` model fed the oracle ids as ``coupled`` is (its tokens given the right
+    ids: where its errors are the id head's).
     Returns (tokens (B, S), position ids (B, S) or None), S <= ``steps``: the ids are the ones
     fed with each generated token (predicted for ``ppc``, ``oracle_ids[:, :S]`` for ``coupled``).
     """
     scheme = model.cfg.scheme
-    if scheme == "coupled" and (oracle_ids is None or oracle_ids.shape[1] < steps):
-        raise ValueError("a coupled model needs the oracle ids of every response step")
+    oracle = scheme == "coupled" or (scheme == "ppc" and forced)
+    if oracle and (oracle_ids is None or oracle_ids.shape[1] < steps):
+        raise ValueError(f"a {scheme} model fed oracle ids needs them for every response step")
     ids = prompt_ids if scheme in COUPLED else None
     if scheme in COUPLED and ids is None:
         raise ValueError(f"a {scheme} model needs the prompt's position ids")
+    last_id = None if ids is None else ids[:, -1:]
     cache = model.new_cache() if use_cache else None
     seq, seq_ids = prompt, ids
     logits, pos_logits = model(seq, seq_ids, cache, last_only=True)
@@ -46,10 +51,12 @@ def generate(model: GPTNeoX, prompt: torch.Tensor, prompt_ids: torch.Tensor | No
     for step in range(steps):
         token = logits[:, -1].argmax(-1, keepdim=True)
         new_id = None
-        if scheme == "ppc":
-            new_id = pos_logits[:, -1].argmax(-1, keepdim=True)
-        elif scheme == "coupled":
+        if scheme == "ppc" and not forced:
+            new_id = predicted_ids(pos_logits[:, -1].argmax(-1, keepdim=True), last_id, model.cfg.position_target,
+                                   model.cfg.max_position_id)
+        elif scheme in COUPLED:
             new_id = oracle_ids[:, step:step + 1]
+        last_id = new_id
         out_tokens.append(token)
         out_ids.append(new_id)
         if eos is not None:

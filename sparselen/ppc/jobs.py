@@ -53,11 +53,12 @@ def eval_data(job) -> None:
 
 
 def training_batches(task: str, task_cfg: dict, seed: int, batch_size: int, max_position_id: int, offset: bool,
-                     coupled: bool = True):
+                     coupled: bool = True, target: str = "absolute"):
     """``step -> Batch``, a pure function of (task, seed, step): sizes uniform in the training
     range, coupled ids skipped between the task's units (``id_skips`` of them, coupled runs
     only), else shifted by a random start offset when ``offset``; without ``coupled`` the batch
-    has plain positions (what rope and pose shift), on the same samples.
+    has plain positions (what rope and pose shift), on the same samples. ``target``: what a ppc
+    run's position head predicts of the next id (``ModelConfig.position_target``).
 
     A row gets one shift, never both: evaluation lays every size out unshifted (ids from 0, no
     skip), which one uniform shift draws as often as any other (1 / (room + 1)), while a skip
@@ -72,7 +73,8 @@ def training_batches(task: str, task_cfg: dict, seed: int, batch_size: int, max_
         s = module.sample(torch.randint(lo, hi + 1, (batch_size,), generator=g), g, **params)
         if skips:
             s = skip_ids(s, module.unit_starts(s), skips, max_position_id, g)
-        batch = to_batch(s, random_offsets(s, max_position_id, g) if offset and not skips else None)
+        batch = to_batch(s, random_offsets(s, max_position_id, g) if offset and not skips else None, target,
+                         max_position_id)
         if not coupled:
             batch.position_ids = None
         return batch
@@ -95,7 +97,7 @@ def training(job):
     tc = TrainConfig.from_section(train_cfg, seed, p.pose, position_loss_weight=p.position_loss_weight,
                                   micro_batch=job.config.get("ppc", {}).get("micro_batch", 0))
     batches = training_batches(task, p.task_config, seed, tc.batch_size, p.max_position_id, p.random_offset,
-                               coupled=scheme in COUPLED)
+                               coupled=scheme in COUPLED, target=mc.position_target)
     return mc, tc, batches
 
 

@@ -14,18 +14,26 @@ from sparselen.statistics.stats import summarize
 
 SCHEME_STYLES = {"nope": {"color": "tab:gray"}, "rope": {"color": "tab:orange"}, "pose": {"color": "tab:purple"},
                  "coupled": {"color": "tab:blue"}, "ppc": {"color": "tab:green"}}
-# metric -> (the per-run column, the schemes that have it); exact match first, then the
-# per-step id diagnostics (sparselen.ppc.evaluate): ppc's ids, and exact match split by the
-# first lookup's distance, within the training sizes' or beyond, for the coupled schemes
-METRICS = {"exact_match": ("accuracy", None), "position_ids": ("position_accuracy", ("ppc",)),
+# metric -> (the per-run column, the runs that have it: those of these schemes and their
+# variants); exact match first, then the share of responses that end where the target ends, then
+# the per-step id diagnostics (sparselen.ppc.evaluate): ppc's ids, where its first wrong id is,
+# its tokens given the oracle's ids, and exact match split by the first lookup's distance,
+# within the training sizes' or beyond, for the coupled schemes
+METRICS = {"exact_match": ("accuracy", None), "end": ("end_accuracy", None),
+           "position_ids": ("position_accuracy", ("ppc",)),
            "first_id": ("first_id_accuracy", ("ppc",)), "later_ids": ("later_id_accuracy", ("ppc",)),
+           "first_error_at_first_id": ("first_error_at_first_id", ("ppc",)),
+           "first_error_at_later_id": ("first_error_at_later_id", ("ppc",)),
+           "first_error_at_end_id": ("first_error_at_end_id", ("ppc",)),
+           "tokens_given_oracle_ids": ("forced_token_accuracy", ("ppc",)),
            "first_id_within": ("first_id_accuracy_within", ("ppc",)),
            "first_id_beyond": ("first_id_accuracy_beyond", ("ppc",)),
            "exact_match_within": ("accuracy_within", ("coupled", "ppc")),
            "exact_match_beyond": ("accuracy_beyond", ("coupled", "ppc"))}
 # metrics over every sample of a cell (intervals floored at their binomial noise); the others
 # are shares of a subset (first lookups within or beyond the trained distances, later ids)
-OVER_ALL_SAMPLES = {"accuracy", "position_accuracy", "first_id_accuracy"}
+OVER_ALL_SAMPLES = {"accuracy", "end_accuracy", "position_accuracy", "first_id_accuracy", "first_error_at_first_id",
+                    "first_error_at_later_id", "first_error_at_end_id", "forced_token_accuracy"}
 # ppc's id diagnostics: rows of the report's table below the figure (the figure shows exact match)
 FIGURE_METRICS = {"position_ids": (" (position ids)", "--"), "first_id": (" (first id)", "-.")}
 
@@ -70,7 +78,8 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
     by = ["task", "scheme", "size"]
     parts = []
     for metric, (column, schemes) in METRICS.items():
-        runs = df if schemes is None else df[df["scheme"].isin(schemes)]
+        runs = df if schemes is None else df[df["scheme"].map(lambda r: any(r == sc or r.startswith(sc + "_")
+                                                                           for sc in schemes))]
         runs = runs.dropna(subset=[column]) if column in runs else runs.iloc[:0]
         if not runs.empty:
             parts.append(summarize(runs, by, column, n_col="n" if column in OVER_ALL_SAMPLES else None)
@@ -86,7 +95,9 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
            "mean", "ci_low", "ci_high", "n_seeds", "n_samples"]]
     prov = runs_provenance(df)
     write_table(t, out_csv, out_md, "Position coupling and PPC: exact-match accuracy by task, scheme and input "
-                "size, and PPC's id diagnostics (first response id, later ids, first id and exact match by the first "
+                "size, the share of responses that end where the target ends, and PPC's id diagnostics (first "
+                "response id, later ids, where the first wrong id is: the first, a later one or one that ends the "
+                "response, the tokens right when fed the oracle's ids, first id and exact match by the first "
                 "lookup's distance: within the training sizes' or beyond; beyond_lookup: the share of samples beyond) "
                 "(mean and 95% t-interval over seeds, test samples; floored at the evaluation noise of the samples "
                 "every run shares where a metric is over all of them)", prov)

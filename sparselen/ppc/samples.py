@@ -73,15 +73,36 @@ def random_offsets(s: Samples, max_position_id: int, g: torch.Generator) -> torc
     return (torch.rand(len(s), generator=g) * (room + 1).float()).long()
 
 
-def to_batch(s: Samples, offsets: torch.Tensor | None = None) -> Batch:
-    """Teacher-forced batch: token and position-id targets on the response tokens only."""
+def to_batch(s: Samples, offsets: torch.Tensor | None = None, target: str = "absolute",
+             max_position_id: int = 0) -> Batch:
+    """Teacher-forced batch: token and position-id targets on the response tokens only. A
+    position target is the next token's id (``target`` absolute), or that id minus the current
+    token's as the class ``offset + max_position_id`` (``target`` offset: ``ModelConfig.position_target``)."""
     ids = s.position_ids if offsets is None else s.position_ids + offsets[:, None]
-    target = s.response_mask[:, 1:]
+    response = s.response_mask[:, 1:]
     labels = torch.full_like(s.tokens, IGNORE)
     position_labels = torch.full_like(s.tokens, IGNORE)
-    labels[:, :-1][target] = s.tokens[:, 1:][target]
-    position_labels[:, :-1][target] = ids[:, 1:][target]
+    labels[:, :-1][response] = s.tokens[:, 1:][response]
+    position_labels[:, :-1][response] = next_ids(ids, target, max_position_id)[response]
     return Batch(input_ids=s.tokens, labels=labels, position_ids=ids, position_labels=position_labels)
+
+
+def next_ids(ids: torch.Tensor, target: str, max_position_id: int) -> torch.Tensor:
+    """(B, T - 1): the class a position head is trained on at each position but the last: the
+    next token's id, or its offset from this token's shifted to be >= 0."""
+    if target == "absolute":
+        return ids[:, 1:]
+    if target == "offset":
+        return ids[:, 1:] - ids[:, :-1] + max_position_id
+    raise ValueError(f"position target {target!r}: expected absolute or offset")
+
+
+def predicted_ids(classes: torch.Tensor, current: torch.Tensor, target: str, max_position_id: int) -> torch.Tensor:
+    """The next ids a position head names (its argmax ``classes``) after tokens of ids
+    ``current``: ``next_ids`` inverted, kept within [0, max_position_id]."""
+    if target == "absolute":
+        return classes
+    return (current + classes - max_position_id).clamp(0, max_position_id)
 
 
 def skip_ids(s: Samples, starts: torch.Tensor, skips: int, max_position_id: int, g: torch.Generator) -> Samples:

@@ -253,6 +253,8 @@ def test_packing_on_the_paper_config(capsys, paper_per_run, tmp_path_factory):
     that holds one GPU, as Snakemake forms them (dag: the SLURM profile's group-components); the
     figures without packing are those of the DAG with packing.jobs_per_gpu 1 (each model group
     a submission); with packing, fewer submissions and GPU-hours."""
+    from sparselen.ppc.runs import task_schemes, task_seeds
+
     per_run, paper_jobs = paper_per_run
     gpu, cpu = profiles.resolve("h100", 0.4, None)
     t = tables.report(load(per_run), paper_jobs, gpu, cpu)
@@ -262,7 +264,7 @@ def test_packing_on_the_paper_config(capsys, paper_per_run, tmp_path_factory):
     assert set(packed["slice"]) == {"parity", "ppc", "theory"}
     runs = packed.assign(run=packed["slice"] + packed["job"]).groupby("submission")["run"].nunique()
     cfg = load(per_run)
-    ppc_runs = len(cfg["ppc"]["tasks"]) * len(cfg["ppc"]["schemes"]) * len(cfg["ppc"]["seeds"])
+    ppc_runs = sum(len(task_schemes(cfg["ppc"], t)) * len(task_seeds(cfg["ppc"], t)) for t in cfg["ppc"]["tasks"])
     gpt_runs = (df["rule"] == "theory_run_gpt").sum()
     assert runs.max() == 8 and runs.sum() == (df["rule"] == "parity_train").sum() + ppc_runs + gpt_runs
 

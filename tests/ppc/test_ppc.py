@@ -230,7 +230,7 @@ class Scripted:
     generation."""
 
     def __init__(self, scripts: dict, vocab: int, max_id: int = 63, scheme: str = "ppc", filler: int = 0):
-        self.cfg = SimpleNamespace(scheme=scheme)
+        self.cfg = SimpleNamespace(scheme=scheme, position_target="absolute", max_position_id=max_id)
         self.scripts, self.vocab, self.max_id, self.filler = scripts, vocab, max_id, filler
 
     def new_cache(self):
@@ -421,3 +421,53 @@ def test_a_task_format_is_part_of_its_runs_identity_and_the_eval_sets_format_of_
     assert "format" not in sampler_params(run_task_config(p, "parity_scratchpad"))
     rules = (Path(__file__).resolve().parents[2] / "workflow/rules/ppc.smk").read_text()
     assert "format=sparselen.ppc.samples.FORMAT" in rules.partition("rule ppc_eval_data:")[2].partition("rule ")[0]
+
+
+def test_where_the_first_wrong_id_is_and_the_tokens_given_the_oracles_ids():
+    """Parity with a scratchpad at k = 2 (responses of 4 tokens: even, two entries, the answer,
+    then $; the answer and $ share the id 2l + 1 that ends the response): a wrong first id, a
+    wrong second one and a wrong answer's id are counted where they are; fed the oracle's ids,
+    a model that gets every token right is right whatever ids it would predict."""
+    from sparselen.ppc.tasks import parity_scratchpad as task
+
+    s = task.sample(torch.full((24,), 9), generator("cells", 5), k=(2, 2))
+    n = len(s)
+    cases = {"first": lambda i, t, d: (t, [d[0] + 1, *d[1:]]), "later": lambda i, t, d: (t, [d[0], d[1] + 1, *d[2:]]),
+             "end": lambda i, t, d: (t, [*d[:-2], d[-2] - 1, d[-1]]), "none": lambda i, t, d: (t, d)}
+    for where, edit in cases.items():
+        model = Scripted(scripts_of(s, edit), len(task.VOCAB), filler=task.EVEN)
+        c = cell_scores(model, s, 8, torch.device("cpu"), eos=task.EOS)
+        errors = {w: c[f"error_{w}"] for w in ("first", "later", "end")}
+        assert errors == {w: n * (w == where) for w in errors}, where
+        assert c["forced_tokens"] == c["tokens"] == n
+
+
+def test_an_offset_head_names_the_ids_an_absolute_one_does():
+    """The offset reading's targets (the next id minus the current one, shifted by
+    max_position_id) decode, from the current ids, to the absolute targets; a decoded id stays
+    within [0, max_position_id]."""
+    from sparselen.ppc.samples import next_ids, predicted_ids
+
+    ids = torch.tensor([[0, 3, 4, 9, 2, 2], [5, 1, 0, 7, 7, 8]])
+    offset = next_ids(ids, "offset", 9)
+    assert (offset >= 0).all() and (offset <= 18).all()
+    assert torch.equal(predicted_ids(offset, ids[:, :-1], "offset", 9), next_ids(ids, "absolute", 9))
+    assert predicted_ids(torch.tensor([[18]]), torch.tensor([[5]]), "offset", 9).item() == 9
+
+
+def test_an_offset_ppc_model_trains_on_offsets_and_generates_absolute_ids():
+    """A ppc run reading its head as offsets: its training batch's position labels are the
+    offsets of the absolute ones, and its position head has an output per offset."""
+    from sparselen.ppc.jobs import training_batches
+
+    absolute = training_batches("copy_repeat", {"train_sizes": [2, 4], "alphabet": 4}, 0, 8, 40, True)(3)
+    offset = training_batches("copy_repeat", {"train_sizes": [2, 4], "alphabet": 4}, 0, 8, 40, True,
+                              target="offset")(3)
+    labelled = absolute.position_labels != IGNORE
+    assert torch.equal(offset.position_labels != IGNORE, labelled)
+    current = absolute.position_ids[:, :-1][labelled[:, :-1]]
+    assert torch.equal(offset.position_labels[:, :-1][labelled[:, :-1]] - 40 + current,
+                       absolute.position_labels[:, :-1][labelled[:, :-1]])
+    model = GPTNeoX(ModelConfig(vocab_size=8, scheme="ppc", max_position_id=40, position_target="offset",
+                                n_layer=1, n_head=2, d_model=16, d_ff=32))
+    assert model.position_head.out_features == 81

@@ -778,3 +778,17 @@ def test_a_design_decides_only_with_the_seeds_that_give_it_power():
     assert gap.startswith(f"needs about {need} seeds per task for 80% power; this config runs {need - 1}"), gap
     assert cl.design_gaps({"ppc": {**few, "seeds": list(range(need))}})["C1"] == ""
     assert power.claim_power("C1", need, len(tasks), section["eval"]["n"]) >= power.TARGET
+
+
+def test_a_sensitivity_run_of_ppc_is_shown_beside_c2_and_never_decides_it_nor_is_a_baseline():
+    """``ppc_offset`` (scheme ppc, its head predicting offsets) far below the primary reading:
+    C2 holds on ``ppc``; the sensitivity run is tested the same way on the deciding task and
+    shown aside as a row that does not hold, and it is never the best baseline of C1 or C2."""
+    facts = {"ppc": {**FACTS["ppc"], "sensitivity": {"ppc_offset": "offset"}}}
+    runs = ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.95, ppc_offset=0.2),
+                    schemes=("nope", "pose", "coupled", "ppc", "ppc_offset"))
+    t = check({"ppc": runs}, facts)
+    assert verdict(t, "C2") == HOLDS
+    row = group(t, "C2", "parity_scratchpad (sensitivity: ppc_offset, ppc's head predicts the next id's offset)")
+    assert row["control"] and row["verdict"] == FAILS and "ppc_offset - pose" in row["reason"]
+    assert "ppc_offset" not in group(t, "C1", "copy_repeat")["reason"]

@@ -11,7 +11,7 @@ PPC_RUN = f"{PPC_DIR}/{{task}}/{{run}}/seed{{seed}}"
 PPC_RUNS = [
     PPC_RUN.format(task=task, run=run, seed=seed)
     for task in PPC["tasks"]
-    for run in PPC["schemes"]
+    for run in sparselen.ppc.runs.task_schemes(PPC, task)
     for seed in training_seeds({"seeds": sparselen.ppc.runs.task_seeds(PPC, task)})
 ]
 

@@ -25,7 +25,7 @@ from sparselen.ppc.tasks import addition, copy_repeat, parity_scratchpad, pointe
 TASKS = {"copy_repeat": copy_repeat, "variable_assignment": variable_assignment, "addition": addition,
          "pointer_copy": pointer_copy, "parity_scratchpad": parity_scratchpad}
 # Keys of a task's config section that configure the run, not the sampler.
-RUN_KEYS = ("train_sizes", "eval_sizes", "steps", "seeds", "model", "id_skips", "format")
+RUN_KEYS = ("train_sizes", "eval_sizes", "steps", "seeds", "schemes", "model", "id_skips", "format")
 
 
 def task_kind(name: str) -> str:
