@@ -3,13 +3,15 @@
 # and the report; see README.md.
 from snakemake.utils import min_version
 
+import sparselen.estimate.eta
 import sparselen.interface.config
 import sparselen.report.terminal
 
 min_version("9.0")
 
-# One line per finished training, the verdicts at the end (sparselen/report/terminal.py).
-sparselen.report.terminal.install(workflow)
+# One line per finished training, the time left priced by the estimate, the verdicts at the end
+# (sparselen/report/terminal.py).
+sparselen.report.terminal.install(workflow, price=sparselen.estimate.eta.rule_seconds)
 
 
 # A config file is complete: config.yaml is the configuration when no --configfile is

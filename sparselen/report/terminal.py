@@ -1,7 +1,7 @@
 """What a run prints on the terminal: a line that says how many jobs and trainings it runs and
 where their logs are, one line per finished training (and per other job of a minute or more)
-with its time, the run's elapsed time and a rough time left (from the finished jobs of each
-rule), a one-line note per failed job
+with its time, the run's elapsed time and a rough time left (``time_left``), a line with the
+jobs running when nothing was printed for ``QUIET_S``, a one-line note per failed job
 naming its log, and at the end the verdicts of the paper's claims (each with its statement and
 its reason in brief), the wall time and the report's path.
 
@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ import pandas as pd
 from sparselen.presentation.layout import hms
 
 LONG_JOB_S = 60.0  # a job that is not a training gets its line when it takes at least this long
+QUIET_S = 120.0  # while jobs run, a progress line at least this often
 RUN_FILE = "train_summary.json"  # every training writes one (sparselen.interface.run.RunFiles)
 CLAIMS_CSV = Path("results/report/claims.csv")
 REPORT_HTML = Path("results/report/reproduction_report.html")
@@ -44,15 +46,22 @@ class Terminal(logging.Filter):
     module's lines (``workflow``: Snakemake's workflow object; ``clock``: seconds since some
     origin, for tests)."""
 
-    def __init__(self, workflow, clock=time.monotonic):
+    def __init__(self, workflow, clock=time.monotonic, price=None, heartbeat: bool = False):
         super().__init__()
-        self.workflow, self.clock = workflow, clock
+        self.workflow, self.clock, self.price, self.beats = workflow, clock, price, heartbeat
         self.started = clock()
         self.jobs: dict[int, tuple[str, bool, float, str]] = {}  # jobid -> (what, is a training, start, rule)
         self.done = self.total = 0
         self.planned: dict[str, int] = {}  # rule -> jobs of it this run
         self.took: dict[str, list[float]] = {}  # rule -> the finished jobs' times
+        self.predicted: dict[str, float] = {}  # rule -> the estimate's seconds per job (``price``)
         self.summarized = False
+        self.printed = clock()  # when this filter last printed a line
+        self.heartbeat: threading.Thread | None = None  # started at the run's start where ``beats``
+
+    def say(self, line: str = "") -> None:
+        self.printed = self.clock()
+        _out(line)
 
     def active(self) -> bool:
         from snakemake.settings.enums import Quietness
@@ -78,8 +87,12 @@ class Terminal(logging.Filter):
             self.total = int(stats.get("total", 0))
             self.planned = {rule: int(n) for rule, n in stats.items() if rule != "total"}
             trainings = sum(n for rule, n in stats.items() if rule != "total" and self.training_rule(rule))
-            _out(f"sparselen: {self.total} jobs to run, {trainings} of them trainings; a line for each finished "
-                 f"training and each job of {LONG_JOB_S:.0f} s or more. Each job's log is under logs/.")
+            self.predicted = self.prices()
+            self.say(f"sparselen: {self.total} jobs to run, {trainings} of them trainings; a line for each finished "
+                     f"training and each job of {LONG_JOB_S:.0f} s or more, and one at least every "
+                     f"{QUIET_S / 60:.0f} minutes. Each job's log is under logs/.")
+            if self.beats:
+                self.start_heartbeat()
             return False
         if event == LogEvent.JOB_INFO:
             wildcards = ", ".join(f"{k}={v}" for k, v in (getattr(record, "wildcards", None) or {}).items())
@@ -92,16 +105,16 @@ class Terminal(logging.Filter):
             took = self.clock() - start
             self.took.setdefault(rule, []).append(took)
             if training or took >= LONG_JOB_S:
-                _out(f"[{self.progress()}] {'trained' if training else 'finished'} {what} in {hms(took)}")
+                self.say(f"[{self.progress()}] {'trained' if training else 'finished'} {what} in {hms(took)}")
             return False
         if event == LogEvent.JOB_ERROR:
             logs = [str(f) for f in (getattr(record, "log", None) or [])]
             what = self.jobs.get(record.jobid, (record.rule_name,))[0]
-            _out(f"FAILED {what}" + (f": see {', '.join(logs)}" if logs else ""))
+            self.say(f"FAILED {what}" + (f": see {', '.join(logs)}" if logs else ""))
             return True
         if event == LogEvent.GROUP_ERROR:  # a submission of several jobs (SLURM): its own log, then each job's
             logs = [str(f) for f in (getattr(record, "aux_logs", None) or [])]
-            _out(f"FAILED group {getattr(record, 'groupid', '')}" + (f": see {', '.join(logs)}" if logs else ""))
+            self.say(f"FAILED group {getattr(record, 'groupid', '')}" + (f": see {', '.join(logs)}" if logs else ""))
             return True
         if event in (LogEvent.JOB_STARTED, LogEvent.PROGRESS, LogEvent.RESOURCES_INFO):
             return False
@@ -116,19 +129,63 @@ class Terminal(logging.Filter):
         left = self.time_left(elapsed)
         return count if left is None else f"{count}, about {hms(left)} left"
 
+    def prices(self) -> dict[str, float]:
+        """The estimate's seconds per job of each rule about to run (``price``, the Snakefile's);
+        none where it has no price or fails (the time left then rests on finished jobs)."""
+        if self.price is None:
+            return {}
+        try:
+            return dict(self.price(self.workflow))
+        except Exception as e:  # noqa: BLE001 - a display's input: the run goes on without it
+            logging.getLogger(__name__).debug("no predicted job times: %s", e)
+            return {}
+
     def time_left(self, elapsed: float) -> float | None:
-        """The jobs still to run, each at the mean time of the finished jobs of its rule (of all
-        finished jobs for a rule none of which has finished), at the run's pace so far: its
-        elapsed time per second of finished jobs (jobs run side by side). Rough: a job running
-        now counts whole."""
+        """The jobs still to run, each at the mean time of its rule's finished jobs; a rule none
+        of whose jobs has finished at the estimate's prediction for it, scaled by how the
+        finished jobs' times compare with their predictions (at the mean of all finished jobs
+        where it has none); all at the run's pace so far: its elapsed time per second of
+        finished jobs (jobs run side by side). Rough: a job running now counts whole."""
         done = [t for times in self.took.values() for t in times]
         if not done or self.done >= self.total or sum(done) <= 0:
             return None
         overall = sum(done) / len(done)
-        work = sum((n - len(self.took.get(rule, []))) * (sum(self.took[rule]) / len(self.took[rule])
-                                                         if self.took.get(rule) else overall)
+        priced = [rule for rule in self.took if rule in self.predicted]
+        scale = (sum(sum(self.took[r]) for r in priced) / sum(len(self.took[r]) * self.predicted[r] for r in priced)
+                 if priced and sum(self.predicted[r] for r in priced) > 0 else None)
+
+        def per_job(rule: str) -> float:
+            if self.took.get(rule):
+                return sum(self.took[rule]) / len(self.took[rule])
+            if rule in self.predicted and scale is not None:
+                return self.predicted[rule] * scale
+            return overall
+
+        work = sum((n - len(self.took.get(rule, []))) * per_job(rule)
                    for rule, n in self.planned.items() if n > len(self.took.get(rule, [])))
         return work * elapsed / sum(done)
+
+    def running(self) -> str:
+        """The jobs started and not finished, by rule: "language_train x2, report_claims"."""
+        rules = [rule for _, _, _, rule in self.jobs.values()]
+        return ", ".join(f"{r} x{rules.count(r)}" if rules.count(r) > 1 else r for r in dict.fromkeys(rules))
+
+    def beat(self) -> None:
+        """The progress and the running jobs, when jobs run and nothing was printed for ``QUIET_S``."""
+        if not self.summarized and self.jobs and self.clock() - self.printed >= QUIET_S:
+            self.say(f"[{self.progress()}] running: {self.running()}")
+
+    def start_heartbeat(self) -> None:
+        """A daemon thread that calls ``beat`` every few seconds (a long training prints nothing
+        until it ends)."""
+        def loop():
+            while not self.summarized:
+                time.sleep(min(10.0, QUIET_S / 4))
+                self.beat()
+
+        if self.heartbeat is None:
+            self.heartbeat = threading.Thread(target=loop, name="sparselen-terminal", daemon=True)
+            self.heartbeat.start()
 
     def summary(self, workdir=".") -> list[str]:
         """The run's last lines: the verdicts (when this run wrote the claims table), the wall
@@ -180,20 +237,21 @@ def verdict_table(claims: pd.DataFrame, report: Path = REPORT_HTML) -> list[str]
 _TERMINAL: Terminal | None = None
 
 
-def install(workflow) -> None:
+def install(workflow, price=None) -> None:
     """Put the filter on Snakemake's logger (once per process; a workflow parsed again, as the
-    estimate does, replaces the one it watches)."""
+    estimate does, replaces the one it watches). ``price(workflow)``: each rule's predicted
+    seconds per job for the jobs about to run (the Snakefile passes the estimate's)."""
     global _TERMINAL
     if _TERMINAL is None:
         from snakemake.logging import logger
 
-        _TERMINAL = Terminal(workflow)
+        _TERMINAL = Terminal(workflow, price=price, heartbeat=True)
         logger.addFilter(_TERMINAL)
-    _TERMINAL.workflow = workflow
+    _TERMINAL.workflow, _TERMINAL.price = workflow, price
 
 
 def finish() -> None:
     """The run's last lines (the Snakefile's ``onsuccess``), when the filter is active."""
     if _TERMINAL is not None and _TERMINAL.active():
         for line in _TERMINAL.summary(os.getcwd()):
-            _out(line)
+            _TERMINAL.say(line)

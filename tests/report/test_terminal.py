@@ -62,7 +62,7 @@ def test_one_line_per_training_and_long_job_and_nothing_of_the_scheduler(capsys)
     t = terminal.Terminal(workflow(), clock)
     kept, lines = feed(t, clock, capsys)
     assert lines == ["sparselen: 3 jobs to run, 1 of them trainings; a line for each finished training and each "
-                     "job of 60 s or more. Each job's log is under logs/.",
+                     "job of 60 s or more, and one at least every 2 minutes. Each job's log is under logs/.",
                      "[1/3, 0:01:23 elapsed, about 0:02:46 left] trained parity_train K_train=2, seed=0 in 0:01:23",
                      "[3/3, 0:06:25 elapsed] finished language_analyze in 0:05:00"]
     # only "Building DAG of jobs..." and the job blocks (which Snakemake's --quiet rules drops) pass on
@@ -208,3 +208,36 @@ def test_time_left_prices_each_pending_job_at_its_rules_pace(capsys):
     # two at a time: the same work, half the wall time
     t.started = clock.now - 51
     assert t.progress() == "2/4, 0:00:51 elapsed, about 0:01:40 left"
+
+
+def test_a_rule_with_no_finished_job_is_priced_by_the_estimate_at_the_runs_measured_pace(capsys):
+    """Sixty evaluations of seconds each and one long training pending: the training is not
+    priced at the evaluations' mean but at the estimate's prediction for it, scaled by how the
+    finished evaluations compared with theirs (here twice as slow)."""
+    clock = Clock()
+    prices = {"parity_table": 1.0, "parity_train": 300.0}
+    t = terminal.Terminal(workflow(), clock, price=lambda wf: prices)
+    t.filter(record("Job stats", event=LogEvent.RUN_INFO, stats={"parity_table": 2, "parity_train": 1, "total": 3}))
+    t.filter(record(" Rule: x", event=LogEvent.JOB_INFO, jobid=1, rule_name="parity_table", wildcards={}))
+    clock.now += 2
+    t.filter(record("", event=LogEvent.JOB_FINISHED, job_id=1))
+    # one table at its measured 2 s, the training at 300 s x 2
+    assert t.time_left(clock.now - t.started) == 2 + 600
+    t.price = lambda wf: 1 / 0  # a price that fails: the finished jobs' mean, as without one
+    assert t.prices() == {}
+
+
+def test_a_line_at_least_every_quiet_interval_while_jobs_run(capsys):
+    clock = Clock()
+    t = terminal.Terminal(workflow(), clock)
+    t.filter(record("Job stats", event=LogEvent.RUN_INFO, stats={"language_analyze": 2, "total": 2}))
+    t.filter(record(" Rule: x", event=LogEvent.JOB_INFO, jobid=1, rule_name="language_analyze", wildcards={}))
+    capsys.readouterr()
+    clock.now += terminal.QUIET_S - 1
+    t.beat()
+    assert capsys.readouterr().err == ""
+    clock.now += 1
+    t.beat()
+    assert capsys.readouterr().err.strip() == "[0/2, 0:02:00 elapsed] running: language_analyze"
+    t.beat()  # just printed: quiet again
+    assert capsys.readouterr().err == ""
