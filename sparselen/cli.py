@@ -8,6 +8,20 @@ import logging
 import sys
 
 
+def cpu_profile_file(choice: str) -> str | None:
+    """The CPU profile file ``--cpu-profile`` names: ``auto``, this machine's measured profile
+    (measured now the first time, then cached: ``sparselen.estimate.machine``); ``builtin``, none
+    (the development machine's built-in profile); else the file given."""
+    if choice == "builtin":
+        return None
+    if choice == "auto":
+        from sparselen.estimate.machine import cached_path, measure_cpu_profile
+
+        measure_cpu_profile()
+        return str(cached_path())
+    return choice
+
+
 def estimate(args) -> int:
     """Exit status 1 when a job cannot succeed as configured (over its device's memory, or no
     attempt finishes it): the tables are printed first, the errors last, on stderr."""
@@ -26,7 +40,8 @@ def estimate(args) -> int:
         io.write_text(args.calibrate, prof.to_json() + "\n")
         print(f"wrote {args.calibrate}: {prof.name}, {prof.peak_flops / 1e9:.1f} GFLOP/s, d0 {prof.width_half:g}")
         args.cpu_profile = args.calibrate
-    gpu, cpu = profiles.resolve(args.gpu, args.utilization, args.cpu_profile, compile=bool(cfg.get("compile")),
+    cpu_profile = cpu_profile_file(args.cpu_profile)
+    gpu, cpu = profiles.resolve(args.gpu, args.utilization, cpu_profile, compile=bool(cfg.get("compile")),
                                 cpu_memory_gb=args.cpu_memory)
     if gpu is not None and not cfg.get("gpus_per_job"):
         print("note: gpus_per_job is 0 in this config: every job runs on the CPU profile")
@@ -42,6 +57,7 @@ def estimate(args) -> int:
         print(by_slice.to_markdown(index=False, floatfmt=".3g"))
         print()
         print(by_rule.to_markdown(index=False, floatfmt=".3g"))
+        print("\n" + tables.comparison_words(by_slice, cpu.name))
     from sparselen.estimate.next_step import next_step
 
     print("\n" + next_step(args.configfile, args.gpu, cfg, out))
@@ -113,8 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "a profile JSON; needs gpus_per_job > 0 in the config (configs/paper.yaml); without it every job "
                    "runs on the CPU profile")
     s.add_argument("--utilization", type=float, default=0.4, help="assumed fraction of the GPU's bf16 peak")
-    s.add_argument("--cpu-profile", default=None, help="CPU profile JSON (benchmarks/calibrate.py); without it the "
-                   "built-in profile of the development machine")
+    s.add_argument("--cpu-profile", default="auto", help="CPU profile: auto, this machine's, measured the first time "
+                   "(about 2 minutes) and cached under .cache/sparselen/; builtin, the development machine's; or a "
+                   "profile JSON (benchmarks/calibrate.py, --calibrate)")
     s.add_argument("--cpu-memory", type=float, default=None, metavar="GIB",
                    help="memory of the CPU jobs' machine in GiB (default: the CPU profile's, else this machine's)")
     s.add_argument("--retries", type=int, default=2, help="the SLURM profile's retries")

@@ -14,6 +14,7 @@ import logging
 from types import SimpleNamespace
 
 from sparselen.estimate.dag import DagJob
+from sparselen.estimate.machine import cached_cpu_profile
 from sparselen.estimate.plan import cost_function
 from sparselen.estimate.profiles import CPU_DEFAULT, Profile, seconds
 from sparselen.estimate.stacks import price
@@ -22,8 +23,10 @@ from sparselen.interface.run import typed_wildcards
 log = logging.getLogger(__name__)
 
 
-def rule_seconds(workflow, profile: Profile = CPU_DEFAULT) -> dict[str, float]:
-    """Per rule of the jobs the live DAG still has to run: the mean predicted seconds of one job."""
+def rule_seconds(workflow, profile: Profile | None = None) -> dict[str, float]:
+    """Per rule of the jobs the live DAG still has to run: the mean predicted seconds of one job
+    (on ``profile``; default this machine's cached profile, else the built-in one)."""
+    profile = profile or cached_cpu_profile() or CPU_DEFAULT
     dag, config = workflow.dag, workflow.config
     out: dict[str, list[float]] = {}
     for job in dag.needrun_jobs():

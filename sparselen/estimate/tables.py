@@ -380,6 +380,21 @@ def compare(df, benchmarks) -> "pd.DataFrame":
     return out
 
 
+def comparison_words(by_slice, profile: str) -> str:
+    """The comparison in a sentence: how far the predictions were off in all, and what to do
+    where they were off by more than 30%."""
+    total = by_slice[by_slice["slice"] == "all"].iloc[0]
+    ratio = total["predicted_s"] / total["measured_s"]
+    line = (f"In all, the prediction was {ratio:.2f} of the measured wall time ({total['predicted_s'] / 60:.0f} "
+            f"against {total['measured_s'] / 60:.0f} job-minutes) on the profile {profile}.")
+    if 1 / 1.3 <= ratio <= 1.3:
+        return line + " That is within 30%: the estimate can be trusted on this machine."
+    side = "too low: this machine is slower" if ratio < 1 else "too high: this machine is faster"
+    return (line + f" That is {side} than the profile says; price on a profile measured here "
+            "(`--cpu-profile auto`, the default, or `--calibrate FILE`), or compare with a run under "
+            "less load (jobs side by side share the cores).")
+
+
 def comparison_tables(cmp) -> tuple:
     by_slice = cmp.groupby("slice", sort=False)[["predicted_s", "measured_s"]].sum()
     by_slice.loc["all"] = by_slice.sum()

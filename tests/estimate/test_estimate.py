@@ -116,7 +116,7 @@ def test_a_rule_without_a_cost_fails_naming_it(monkeypatch, capsys, smoke_dag):
     monkeypatch.delattr(parity_cost, "evaluate")
     monkeypatch.setattr(dag, "workflow_jobs", lambda files: smoke_dag)
     with pytest.raises(plan.MissingCost, match=r"^rule parity_evaluate has no cost: define sparselen\.parity\.cost\.evaluate$"):
-        main(["estimate", "--configfile", *map(str, SMOKE)])
+        main(["estimate", "--configfile", *map(str, SMOKE), "--cpu-profile", "builtin"])
     assert capsys.readouterr().out == ""
     new_slice = replace(smoke_dag[0], rule="sweep_train")
     with pytest.raises(plan.MissingCost, match=r"define sparselen\.sweep\.cost\.train"):
@@ -378,7 +378,7 @@ def test_a_local_runs_estimate_reads_without_the_docs(monkeypatch, capsys, smoke
     from sparselen.cli import main
 
     monkeypatch.setattr(dag, "workflow_jobs", lambda files: smoke_dag)
-    assert main(["estimate", "--configfile", *map(str, SMOKE), "--cores", "3"]) == 0
+    assert main(["estimate", "--configfile", *map(str, SMOKE), "--cores", "3", "--cpu-profile", "builtin"]) == 0
     out = capsys.readouterr().out
     assert "nan" not in out and "mfu" not in out and "gpu_busy" not in out
     assert "Submissions and GPU-hours" not in out and "SLURM" not in out and "Packing" not in out
@@ -414,6 +414,12 @@ def test_compare_sets_predictions_against_measured_wall_time(tmp_path, smoke_job
     cmp = tables.compare(jobs, tmp_path)
     assert len(cmp) == 1 and cmp["measured_s"].iloc[0] == 40.0
     assert cmp["ratio"].iloc[0] == pytest.approx(train["seconds"] / 40.0)
+    by_slice, _ = tables.comparison_tables(cmp)
+    words = tables.comparison_words(by_slice, "cpu")
+    ratio = train["seconds"] / 40.0
+    assert f"the prediction was {ratio:.2f} of the measured wall time" in words
+    assert ("within 30%" in words) == (1 / 1.3 <= ratio <= 1.3) and ("--cpu-profile auto" in words) != (
+        "within 30%" in words)
 
 
 def test_an_invalid_config_is_named_without_a_traceback(tmp_path, capsys):
@@ -421,7 +427,7 @@ def test_an_invalid_config_is_named_without_a_traceback(tmp_path, capsys):
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("language:\n  eval: {windows: 1}\n")
-    assert main(["estimate", "--configfile", *map(str, PAPER), str(bad)]) == 2
+    assert main(["estimate", "--configfile", *map(str, PAPER), str(bad), "--cpu-profile", "builtin"]) == 2
     err = capsys.readouterr().err
     assert f"sparselen estimate ({PAPER[0]} {bad}): Error validating config file" in err
     assert "windows" in err and "Traceback" not in err
@@ -434,7 +440,7 @@ def test_the_one_pass_language_batch_is_refused_on_an_h100(tmp_path, monkeypatch
     from sparselen.cli import main
 
     monkeypatch.setattr(dag, "workflow_jobs", lambda files: paper_dag)  # micro-batches are no rule params
-    assert main(["estimate", "--configfile", *map(str, PAPER), "--gpu", "h100"]) == 0
+    assert main(["estimate", "--configfile", *map(str, PAPER), "--gpu", "h100", "--cpu-profile", "builtin"]) == 0
     captured = capsys.readouterr()
     assert "ERROR" not in captured.err
     # a datasheet profile: the pilot first, then the estimate with its profile, then SLURM
@@ -444,7 +450,7 @@ def test_the_one_pass_language_batch_is_refused_on_an_h100(tmp_path, monkeypatch
                         captured.out.splitlines()[-1]), captured.out.splitlines()[-1]
     one_pass = tmp_path / "one-pass.yaml"
     one_pass.write_text("language:\n  micro_batch_tokens: 262144\n")
-    assert main(["estimate", "--configfile", *map(str, PAPER), str(one_pass), "--gpu", "h100"]) == 1
+    assert main(["estimate", "--configfile", *map(str, PAPER), str(one_pass), "--gpu", "h100", "--cpu-profile", "builtin"]) == 1
     captured = capsys.readouterr()
     assert "Per job type" in captured.out and captured.out.splitlines()[-1].startswith("next: fix what the ERROR")
     errors = [line for line in captured.err.splitlines() if line.startswith("ERROR")]
@@ -645,7 +651,7 @@ def test_a_stack_over_the_gpus_memory_exits_1_naming_its_key(tmp_path, monkeypat
     small.write_text(json.dumps({"name": "small", "device": "gpu", "peak_flops": 1e14, "memory_bytes": usable / USABLE}))
     monkeypatch.setattr(dag, "workflow_jobs", lambda files: [j.dag for j in jobs])
     monkeypatch.setattr(plan, "plan", lambda config, dag_jobs: jobs)
-    assert main(["estimate", "--configfile", *map(str, files), "--gpu", str(small)]) == 1
+    assert main(["estimate", "--configfile", *map(str, files), "--gpu", str(small), "--cpu-profile", "builtin"]) == 1
     captured = capsys.readouterr()
     errors = [line for line in captured.err.splitlines() if line.startswith("ERROR: parity")]
     assert len(errors) == 1, errors

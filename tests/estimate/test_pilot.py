@@ -52,9 +52,9 @@ def test_the_pilot_on_the_smoke_config(tmp_path, monkeypatch, capsys, smoke_dag)
     gpus = tmp_path / "gpus.yaml"
     gpus.write_text("gpus_per_job: 1\n")
     assert main(["estimate", "--configfile", *map(str, SMOKE), str(gpus), "--gpu", str(out),
-                 "--jobs-csv", str(tmp_path / "pilot.csv")]) == 0
+                 "--jobs-csv", str(tmp_path / "pilot.csv"), "--cpu-profile", "builtin"]) == 0
     assert main(["estimate", "--configfile", *map(str, SMOKE), str(gpus), "--gpu", "h100",
-                 "--jobs-csv", str(tmp_path / "h100.csv")]) == 0
+                 "--jobs-csv", str(tmp_path / "h100.csv"), "--cpu-profile", "builtin"]) == 0
     import pandas as pd
 
     mine, h100 = (pd.read_csv(tmp_path / f"{n}.csv").set_index("bench") for n in ("pilot", "h100"))
