@@ -13,7 +13,9 @@ time limit (with the resubmissions resuming from checkpoints would take), names 
 cannot succeed (over their device's memory, never finishing, or starting over after a time-out)
 and sets the prediction against a finished run's benchmark files. ``stacks`` prices a stack
 rule's job (a slice's ``stack``: a cell's seeds trained as one model) as one job, and
-``stack_size`` finds the largest stack that fits a GPU. ``timeline`` turns the jobs into
+``stack_size`` finds the largest stack that fits a GPU. ``limits`` gives a stack job its SLURM
+time limit from its prediction when the workflow is read, ``disk`` the trained models' model
+files and checkpoints. ``timeline`` turns the jobs into
 ``schedule``'s tasks (SLURM submissions, or a local run's jobs) for the critical chain and a
 wall clock that follows the DAG; ``display`` prints durations as h:mm without empty columns;
 ``next_step`` writes the closing line.

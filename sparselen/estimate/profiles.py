@@ -30,6 +30,9 @@ from sparselen.runtime.datasheets import GPU_ALIASES, GPUS
 # Share of a device's memory a job's tensors may peak at: the CUDA context, library workspaces
 # and the caching allocator's fragmentation take the rest (an assumption, as the utilization).
 USABLE = 0.9
+# Share of a named GPU's bf16 peak its large matrix products reach: the estimate's default (an
+# assumption, see ``gpu_profile``; ``sparselen estimate --utilization``).
+UTILIZATION = 0.4
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,7 @@ UNITS = {
 BATCH_S = 8e-4
 
 
-def gpu_profile(name: str, utilization: float = 0.4, compile: bool = True, cpu: Profile | None = None) -> Profile:
+def gpu_profile(name: str, utilization: float = UTILIZATION, compile: bool = True, cpu: Profile | None = None) -> Profile:
     """A named GPU: datasheet peak x ``utilization`` (an assumption: 0.3-0.5 is typical of
     well-shaped bf16 training; small models reach less, which the per-step terms model).
 

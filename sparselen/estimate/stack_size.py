@@ -1,10 +1,14 @@
 """How large a stack each slice could take: the largest S whose every pass fits a device
-(``largest_fit``), and the training hours of each slice's cells at given stack sizes
-(``training_hours``), what the estimate offers when a config stacks another number. Which
-rules' runs stack is each slice's declaration (``sparselen.jobs.slices.stacked_trainings``).
+(``largest_fit``), as many stacks of even size (``even_fit``: what the estimate offers when a
+config stacks another number, within ``SHARE`` of the GPU's usable memory), the configured
+stacks' peaks (``stack_peaks``), and the training hours of each slice's cells at given stack
+sizes (``training_hours``). Which rules' runs stack is each slice's declaration
+(``sparselen.jobs.slices.stacked_trainings``).
 """
 
 from __future__ import annotations
+
+import math
 
 from sparselen.estimate.plan import Job
 from sparselen.estimate.profiles import Profile, seconds
@@ -12,6 +16,11 @@ from sparselen.estimate.stacks import seeds, stack_work, stacked_peak
 from sparselen.interface.job import per_run_rule
 from sparselen.jobs.slices import stacked_trainings
 from sparselen.nn.flops import Work
+
+# Share of a GPU's usable memory a stack may take: a stack's training step is S times a run's,
+# so the memory model's error (within 6% on an H200, docs/gpu.md) and what it leaves out
+# (torch.compile's buffers, the allocator's fragmentation at S x the tensors) grow with S.
+SHARE = 0.6
 
 
 def configured(config: dict) -> dict[str, int]:
@@ -35,6 +44,20 @@ def cells(jobs: list[Job]) -> dict[tuple, tuple[Work, int]]:
     return out
 
 
+def stack_peaks(jobs: list[Job], kind: str = "gpu") -> dict:
+    """Per stacking slice, the largest predicted peak on ``kind`` of its stack jobs (those of
+    more than one run) as configured (``memory.Peak``)."""
+    out = {}
+    trainings = stacked_trainings()
+    for j in jobs:
+        rule, peak = per_run_rule(j.dag.rule), j.work.memory.get(kind)
+        if rule in trainings and j.work.runs > 1 and peak is not None:
+            slice_ = trainings[rule][0]
+            if slice_ not in out or peak.bytes > out[slice_].bytes:
+                out[slice_] = peak
+    return out
+
+
 def largest_fit(jobs: list[Job], usable_bytes: float, kind: str = "gpu") -> dict[str, tuple]:
     """Per stacking slice, (the largest S up to its largest cell's runs whose every job's
     passes fit ``usable_bytes`` on ``kind``, that S's largest peak): at least 1."""
@@ -48,6 +71,21 @@ def largest_fit(jobs: list[Job], usable_bytes: float, kind: str = "gpu") -> dict
             if size == 1 or (peak is not None and peak.bytes <= usable_bytes):
                 out[slice_] = (size, peak)
                 break
+    return out
+
+
+def even_fit(jobs: list[Job], usable_bytes: float, kind: str = "gpu") -> dict[str, tuple]:
+    """Per stacking slice, (S, its largest peak) for as few stacks per cell as ``largest_fit``
+    allows, of even size: a cell of n runs in ceil(n / largest) stacks of ceil(n / stacks) runs
+    (no larger, so it fits too), which take the hours of the largest stacks at a smaller peak."""
+    n = {}
+    for (slice_, _), (run, runs) in cells(jobs).items():
+        n[slice_] = max(n.get(slice_, 0), runs)
+    out = {}
+    for slice_, (largest, _) in largest_fit(jobs, usable_bytes, kind).items():
+        size = math.ceil(n[slice_] / math.ceil(n[slice_] / largest))
+        peaks = [stacked_peak(run, size, kind, slice_) for (s, _), (run, _) in cells(jobs).items() if s == slice_]
+        out[slice_] = (size, max(peaks, key=lambda p: p.bytes if p else 0))
     return out
 
 

@@ -10,9 +10,11 @@ them (``assumptions``).
 from __future__ import annotations
 
 import math
+import os
 import sys
 
-from sparselen.estimate import stack_size, stacks
+from sparselen.estimate import limits, stack_size, stacks
+from sparselen.estimate.disk import FINISHED, TRAINING, disk_table
 from sparselen.estimate.display import hm
 from sparselen.estimate.plan import Job
 from sparselen.estimate.profiles import USABLE, Profile, seconds
@@ -31,9 +33,9 @@ def keeps_checkpoints(steps: int, checkpoint_every: int) -> bool:
 
 
 def attempts_needed(need_s: float, train_s: float, steps: int, checkpoint_every: int, limit_s: float,
-                    restart_s: float, retries: int = 2, checkpoint_minutes: float = 0.0) -> int:
-    """Attempts a job needs when attempt a of one ``snakemake`` command runs for ``a * limit_s``
-    (a = 1 .. 1 + ``retries``; rerunning the command starts again at attempt 1), and a killed
+                    restart_s: float, retries: int = 2, checkpoint_minutes: float = 0.0, cap_s: float = math.inf) -> int:
+    """Attempts a job needs when attempt a of one ``snakemake`` command runs for ``a * limit_s``,
+    at most ``cap_s`` (a = 1 .. 1 + ``retries``; rerunning the command starts again at attempt 1), and a killed
     attempt keeps its training progress up to the last checkpoint (at multiples of
     ``checkpoint_every`` steps at least ``checkpoint_minutes`` apart); each attempt pays
     ``restart_s`` again. ``math.inf`` if no number of attempts finishes: a whole command's
@@ -46,7 +48,7 @@ def attempts_needed(need_s: float, train_s: float, steps: int, checkpoint_every:
     for command in range(100):
         done_before = done
         for a in range(1, 2 + retries):
-            limit = a * limit_s
+            limit = min(a * limit_s, cap_s)
             if restart_s + (need_s - done) <= limit:
                 return command * (1 + retries) + a
             if ckpt_s < math.inf:  # training progress kept up to the last checkpoint before the kill
@@ -90,7 +92,7 @@ def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, r
                      "memory_gib": peak.bytes / GiB if peak else math.nan,
                      "usable_gib": device.usable_bytes / GiB if device.memory_bytes else math.nan,
                      "memory_pass": peak.what if peak else "", "memory_key": peak.key if peak else "",
-                     "steps": w.train_steps, "checkpoint_every": w.checkpoint_every,
+                     "steps": w.train_steps, "checkpoint_every": w.checkpoint_every, "parameters": w.parameters,
                      "runtime_min": d.runtime_min, "runtime_key": runtime_key(config, d.runtime_min, d.rule),
                      "restart_s": s["restart_seconds"], "submission": d.submission,
                      "level": d.level, "limit_min": d.limit_min, "jobid": d.jobid, "deps": d.deps,
@@ -99,20 +101,24 @@ def estimate(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, r
 
 
 def runtime_key(config: dict, runtime_min: float, rule: str = "") -> str:
-    """The config key that sets a job's time limit: its rule's own key (its slice's
-    ``RUNTIME_KEYS``) or resources.runtime where its runtime is that key's value, else "" (its
-    rule's own minutes, or the SLURM profile's default-resources)."""
+    """The config key that sets a job's time limit: a stack job's resources.runtime_margin
+    (``limits``), its rule's own key (its slice's ``RUNTIME_KEYS``) or resources.runtime where
+    its runtime is that key's value, else "" (its rule's own minutes, or the SLURM profile's
+    default-resources)."""
     resources = config.get("resources", {})
+    if rule and per_run_rule(rule) != rule:
+        return "resources.runtime_margin"
     for key in (runtime_keys().get(rule), "runtime"):
         if key and runtime_min == resources.get(key):
             return f"resources.{key}"
     return ""
 
 
-def submissions(df, retries: int = 2, jobs_per_gpu: int = 1, checkpoint_minutes: float = 0.0) -> "pd.DataFrame":
+def submissions(df, retries: int = 2, jobs_per_gpu: int = 1, checkpoint_minutes: float = 0.0,
+                cap_min: float = math.inf) -> "pd.DataFrame":
     """Per SLURM submission (a model's group, a group of packed model groups sharing one GPU,
     the SFA runs' group, the data jobs' group, an ungrouped job): predicted wall time
-    (``submission_seconds``), its limit, attempts needed and whether they resume from
+    (``submission_seconds``), its limit (a later attempt's at most ``cap_min``), attempts needed and whether they resume from
     checkpoints; ``gpu_hours``: its wall time times the GPUs it holds (one for packed model
     groups); ``runs``: the model groups in it."""
     import pandas as pd
@@ -124,13 +130,14 @@ def submissions(df, retries: int = 2, jobs_per_gpu: int = 1, checkpoint_minutes:
         limit = 60 * g["limit_min"].iloc[0]
         steps, every = int(g["steps"].max()), int(g["checkpoint_every"].max() or 0)
         a = attempts_needed(need, train, steps, every, limit, float(g["restart_s"].max()), retries,
-                            checkpoint_minutes)
+                            checkpoint_minutes, 60 * cap_min)
         rules = "+".join(f"{r} x{n}" if n > 1 else r for r, n in g["rule"].value_counts(sort=False).items())
         keys = [k for k in g["runtime_key"] if k]
         on_gpu = g["device"] == "gpu"
         gpus = 1 if packed else int(g.loc[on_gpu, "devices"].max()) if on_gpu.any() else 0
         rows.append({"slice": g["slice"].iloc[0], "submission": sub, "rules": rules,
-                     "predicted_h": need / 3600, "limit_h": limit / 3600, "attempts": a,
+                     "predicted_h": need / 3600, "limit_h": limit / 3600,
+                     "last_limit_h": min((1 + retries) * limit, 60 * cap_min) / 3600, "attempts": a,
                      "checkpoints": keeps_checkpoints(steps, every), "runtime_key": keys[0] if keys else "",
                      "packed": packed, "runs": g["job"].nunique() if packed else 1,
                      "gpu_hours": gpus * need / 3600})
@@ -181,8 +188,12 @@ def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: i
                    f"and the sum of its jobs' GPU-busy (FLOP) time")
     else:
         out.append("Packing: none (each model group holds its GPU; packing needs gpus_per_job 1)")
-    out.append(f"Time limits: attempt a of a SLURM submission gets a x its limit, {1 + retries} attempts "
-               f"(retries: {retries}); a killed training resumes from its last checkpoint (at multiples of "
+    res = config.get("resources", {})
+    out.append(f"Time limits: attempt a of a SLURM submission gets a x its limit, at most resources.max_runtime = "
+               f"{res.get('max_runtime', 'unset')} min, {1 + retries} attempts (retries: {retries}); a stack job's "
+               f"limit is resources.runtime_margin = {res.get('runtime_margin')} x its prediction on "
+               f"resources.runtime_gpu = {res.get('runtime_gpu')} (at least {limits.MIN_MINUTES} min; "
+               f"sparselen.estimate.limits); a killed training resumes from its last checkpoint (at multiples of "
                f"train.checkpoint_every at least checkpoint_minutes = {config.get('checkpoint_minutes', 0)} apart)")
     out.append(f"Data-parallel training (language.parallel): n devices run n x {dp_efficiency:g} as fast as one")
     return out
@@ -196,8 +207,12 @@ def time_errors(subs, config: dict, retries: int) -> list[str]:
     out = []
     for r in subs[(subs["attempts"] == math.inf) | ((subs["attempts"] > 1) & ~subs["checkpoints"])].itertuples():
         missing = math.ceil((r.predicted_h - r.limit_h) * 60 / 10) * 10  # minutes attempt 1 lacks
-        if r.runtime_key:
-            now = config["resources"][r.runtime_key.split(".")[1]]
+        now = config["resources"].get(r.runtime_key.partition(".")[2])
+        if r.limit_h * 60 >= config["resources"].get("max_runtime", math.inf):
+            fix = "it is at resources.max_runtime, the partition's longest limit: make its job shorter"
+        elif r.runtime_key == "resources.runtime_margin":
+            fix = f"raise {r.runtime_key} from {now} to at least {math.ceil(10 * now * r.predicted_h / r.limit_h) / 10}"
+        elif r.runtime_key:
             fix = f"raise {r.runtime_key} from {now} to at least {now + missing} min"
         else:
             fix = f"raise its rule's runtime (workflow/rules/{r.slice}.smk) by at least {missing} min"
@@ -210,7 +225,7 @@ def time_errors(subs, config: dict, retries: int) -> list[str]:
         else:
             why = "it keeps no checkpoint"
         out.append(f"{r.submission} ({r.rules}): predicted {hm(r.predicted_h)} > limit {hm(r.limit_h)}, and "
-                   f"{1 + retries} attempts (up to {hm((1 + retries) * r.limit_h)}) each start over ({why}): "
+                   f"{1 + retries} attempts (up to {hm(r.last_limit_h)}) each start over ({why}): "
                    f"it never finishes; {fix}")
     return out
 
@@ -256,7 +271,8 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     local = gpu is None or not config.get("gpus_per_job", 0) > 0
     df = estimate(config, jobs, gpu, cpu, retries, dp_efficiency)
     n = jobs_per_gpu(config)
-    subs = submissions(df, retries, n, float(config.get("checkpoint_minutes", 0)))
+    subs = submissions(df, retries, n, float(config.get("checkpoint_minutes", 0)),
+                       config.get("resources", {}).get("max_runtime", math.inf))
     stacked = bool((df["runs"] > 1).any())
     by_slice = df.groupby(["slice", "device"], sort=False).agg(
         jobs=("seconds", "size"), runs=("runs", "sum"), hours=("device_seconds", "sum"),
@@ -308,11 +324,19 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     clock = campaign_clock(df, local, gpus_available, cores)
     for line in clock["lines"]:
         out(line)
+    disk = disk_table(df, (cores or os.cpu_count() or 1) if local else gpus_available[0])
+    if len(disk) > 1:
+        out(f"\nDisk of the trained models (GiB; sparselen.estimate.disk): model files; finished runs' model files and "
+            f"checkpoints ({FINISHED} bytes per parameter, until the workflow's onsuccess removes the checkpoints); "
+            f"peak: with the largest training jobs of {'this machine' if local else f'{gpus_available[0]} GPUs'} in "
+            f"flight ({TRAINING} bytes per parameter of a training run's checkpoint):\n")
+        out(markdown(disk))
     best = {} if local else stack_choice(config, jobs, gpu, out)
     over = subs[(subs["predicted_h"] > subs["limit_h"]) & (subs["attempts"] < math.inf) & subs["checkpoints"]]
     if len(over):
         out(f"\nWARNING: {len(over)} submission(s) exceed their SLURM time limit (resources.runtime; a group's jobs "
-            f"that run in turn add up; attempt a gets a x the limit, {1 + retries} attempts with retries: {retries}):")
+            f"that run in turn add up; attempt a gets a x the limit, at most resources.max_runtime, {1 + retries} "
+            f"attempts with retries: {retries}):")
         for r in over.itertuples():
             if r.attempts <= 1 + retries:
                 fix = f"finishes in attempt {r.attempts} ({r.attempts - 1} resubmission(s), resuming from checkpoints)"
@@ -327,7 +351,7 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     for e in errors:
         err(f"ERROR: {e}")
     return {"jobs": df, "slices": by_slice, "rules": by_rule, "submissions": subs, "packing": packing,
-            "jobs_per_gpu": n, "errors": errors, "clock": clock, "local": local, "best_stacks": best}
+            "jobs_per_gpu": n, "errors": errors, "clock": clock, "local": local, "best_stacks": best, "disk": disk}
 
 
 def stacks_assumption(config: dict, p: Profile) -> str:
@@ -341,18 +365,24 @@ def stacks_assumption(config: dict, p: Profile) -> str:
 
 
 def stack_choice(config: dict, jobs: list[Job], gpu: Profile, out=print) -> dict:
-    """Where the largest stack that fits the GPU (``stack_size.largest_fit``) differs from a slice's
-    configured ``stack``: print it, with the stack jobs' GPU-hours with it and as configured."""
+    """Where the fewest stacks of even size within ``stack_size.SHARE`` of the GPU's usable
+    memory (``stack_size.even_fit``) differ from a slice's configured ``stack``: print them, with the
+    stack jobs' GPU-hours with it and as configured; warn of a configured stack over that share."""
     if not gpu.memory_bytes:
         return {}
-    now = stack_size.configured(config)
-    fit = stack_size.largest_fit(jobs, gpu.usable_bytes)
+    now, room = stack_size.configured(config), stack_size.SHARE * gpu.usable_bytes
+    for s, peak in stack_size.stack_peaks(jobs).items():
+        if peak.bytes > room:
+            size = now[s]
+            out(f"\nWARNING: {stacks.key(s)} {size}: predicted peak {peak.bytes / GiB:.1f} GiB, over "
+                f"{stack_size.SHARE:.0%} of the GPU's usable {gpu.usable_bytes / GiB:.1f} GiB (docs/gpu.md, \"Stacks\")")
+    fit = stack_size.even_fit(jobs, room)
     best = {s: size for s, (size, _) in fit.items() if size != now.get(s, 1)}
     if not best:
         return {}
     sizes = {s: now.get(s, 1) for s in best}
-    out(f"\nStacks: the largest that fit the GPU's {gpu.usable_bytes / GiB:.1f} GiB (up to a cell's seeds; "
-        f"sparselen.training.stacked, docs/gpu.md):")
+    out(f"\nStacks: the fewest per cell, of even size, within {stack_size.SHARE:.0%} of the GPU's usable "
+        f"{gpu.usable_bytes / GiB:.1f} GiB (up to a cell's seeds; sparselen.training.stacked, docs/gpu.md):")
     for s, size in best.items():
         peak = fit[s][1]
         out(f"  {stacks.key(s)}: {size} (now {sizes[s]}): predicted peak {peak.bytes / GiB:.2f} GiB ({peak.what})")

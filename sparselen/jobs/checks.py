@@ -4,13 +4,20 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from sparselen.interface.config import SLICES
+from sparselen.runtime.datasheets import GPU_ALIASES, GPUS
 
 
 def semantic_errors(config: dict) -> list[str]:
-    """Cross-key checks of every slice section present in ``config``, and of packing."""
+    """Cross-key checks of every slice section present in ``config``, of packing and of the GPU
+    the time limits are predicted on."""
     out = []
+    gpu = str(config.get("resources", {}).get("runtime_gpu", "h100"))
+    if config.get("gpus_per_job", 0) > 0 and gpu.lower() not in {*GPUS, *GPU_ALIASES} and not Path(gpu).exists():
+        out.append(f"resources.runtime_gpu = {gpu!r}: neither a GPU of the datasheets ({', '.join(sorted(GPUS))}) "
+                   "nor a profile file here")
     packing, gpus = config.get("packing", {}).get("jobs_per_gpu", 0), config.get("gpus_per_job", 0)
     if packing > 1 and gpus > 1:
         out.append(f"packing.jobs_per_gpu = {packing}: jobs share one GPU, but gpus_per_job = {gpus} gives each "

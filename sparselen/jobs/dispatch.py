@@ -13,7 +13,7 @@ from sparselen.interface.job import log_to, per_run_rule
 from sparselen.jobs.slices import slice_step
 from sparselen.jobs.stacks import run_stack
 from sparselen.runtime import simulated_cuda
-from sparselen.runtime.device import configure_cpu, raise_open_file_limit, share_compile_cache
+from sparselen.runtime.device import configure_cpu, expandable_segments, raise_open_file_limit, share_compile_cache
 
 
 def step_function(rule: str):
@@ -27,11 +27,14 @@ def step_function(rule: str):
 
 def run(job) -> None:
     """Run the step function of ``job.rule`` with the job's threads and log, its open-file soft
-    limit at the hard one (on simulated GPUs when ``SPARSELEN_SIMULATE_CUDA`` asks for them:
-    ``sparselen.runtime.simulated_cuda``)."""
+    limit at the hard one, and CUDA's allocator with expandable segments where the job may use
+    a GPU (config ``device`` not ``cpu``; on simulated GPUs when ``SPARSELEN_SIMULATE_CUDA`` asks
+    for them: ``sparselen.runtime.simulated_cuda``)."""
     with log_to(list(job.log)), simulated_cuda.from_env():
         configure_cpu(job.threads)
         raise_open_file_limit()
+        if str(job.config.get("device", "cpu")) != "cpu":
+            expandable_segments()
         if job.config.get("compile"):
             share_compile_cache()
         step_function(job.rule)(job)

@@ -84,6 +84,7 @@ def train(job, config) -> Work:
     w = train_work(Shape.of(job.params.model, _vocab(lang)), job.params.train, rows, [context], passes)
     w.devices = devices
     cfg = _config(lang, job.wildcards.run)
+    w.parameters = memory.parameters(cfg)
     return w.need(f"training step of {micro} x {context} tokens per pass", "language.micro_batch_tokens",
                   lambda kind: memory.train_step(cfg, micro, context, kind))
 

@@ -95,6 +95,7 @@ class Work:
     memory: dict = field(default_factory=dict)  # device kind ("gpu", "cpu") -> its largest pass (memory.Peak)
     passes: list = field(default_factory=list)  # every pass: (what, key, {kind: bytes}, training step)
     runs: int = 1  # the runs the job trains or evaluates (a stack's: sparselen.estimate.stacks)
+    parameters: int = 0  # a training job's parameters per run: its files on disk (sparselen.estimate.disk)
 
     def need(self, what: str, key: str, peak_bytes, training_step: bool = False) -> "Work":
         """A pass of this job (``what``, shrunk by config ``key``) whose peak memory on a device

@@ -28,6 +28,7 @@ def train(job, config) -> Work:
     rows, passes = micro_steps(p.train["batch_size"], micro)
     w = train_work(Shape.of(p.model, len(VOCAB)), p.train, p.train["batch_size"], seq, passes)
     cfg = _model(p.model, p.scheme)
+    w.parameters = memory.parameters(cfg)
     return w.need(f"training step of {rows} x {max(seq)} tokens", "parity.micro_batch",
                   lambda kind: memory.train_step(cfg, rows, max(seq), kind), training_step=True)
 

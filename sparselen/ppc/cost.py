@@ -36,6 +36,7 @@ def train(job, config) -> Work:
     rows, passes = micro_steps(p.train["batch_size"], config["ppc"]["micro_batch"])
     w = train_work(_shape(model, scheme, task, p.max_position_id), train_cfg, p.train["batch_size"], seq, passes)
     cfg = _model(model, scheme, task, p.max_position_id, p.id_embedding)
+    w.parameters = memory.parameters(cfg)
     return w.need(f"training step of {rows} x {max(seq)} tokens", "ppc.micro_batch",
                   lambda kind: memory.train_step(cfg, rows, max(seq), kind), training_step=True)
 

@@ -38,6 +38,18 @@ def share_compile_cache(workdir=".") -> None:
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.abspath(os.path.join(workdir, COMPILE_CACHE)))
 
 
+ALLOC_CONF = "PYTORCH_CUDA_ALLOC_CONF"
+
+
+def expandable_segments() -> None:
+    """CUDA's caching allocator with expandable segments, unless ``PYTORCH_CUDA_ALLOC_CONF`` is
+    set: a stack's or a language model's passes of changing shapes then grow one segment instead
+    of leaving blocks of freed sizes that fit no later request (fragmentation), so a job peaks
+    nearer what its tensors need (``sparselen.nn.memory``). Read when CUDA first allocates, so
+    set before; torchrun workers and a stack's batch worker inherit it."""
+    os.environ.setdefault(ALLOC_CONF, "expandable_segments:True")
+
+
 def under_torchrun() -> bool:
     """Whether this process is one of several torchrun workers (which pick their GPU themselves:
     ``sparselen.training.distributed``)."""

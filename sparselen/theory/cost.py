@@ -36,6 +36,7 @@ def run_gpt(job, config) -> Work:
     cfg = ModelConfig(vocab_size=pc.vocab_size, scheme=p.gpt["schemes"][job.wildcards.distribution],
                       **p.gpt["model"])
     T, n = max(lengths) + 1, min(p.eval["n"], p.eval["batch_size"])
+    w.parameters = memory.parameters(cfg)
     w.need(f"training step of {rows} x {T} tokens", "theory.micro_batch",
            lambda kind: memory.train_step(cfg, rows, T, kind), training_step=True)
     return w.need(f"evaluation pass of {n} x {max(targets) + 1} tokens", "theory.eval.batch_size",

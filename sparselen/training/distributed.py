@@ -173,15 +173,22 @@ class DataParallel:
             return get_state_dict(model, opt, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
         return model.state_dict(), opt.state_dict()
 
-    def load_state_dicts(self, model: nn.Module, opt: torch.optim.Optimizer, model_sd: dict, opt_sd: dict) -> None:
+    def load_state_dicts(self, model: nn.Module, opt: torch.optim.Optimizer, model_sd: dict,
+                         opt_sd: dict | None) -> None:
+        """A checkpoint's full state dicts into the wrapped model and its optimizer; ``opt_sd``
+        None (a finished run's checkpoint): the weights alone."""
         if self.strategy == "fsdp":
-            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict, set_state_dict
 
-            set_state_dict(model, opt, model_state_dict=model_sd, optim_state_dict=opt_sd,
-                           options=StateDictOptions(full_state_dict=True))
+            options = StateDictOptions(full_state_dict=True)
+            if opt_sd is None:
+                set_model_state_dict(model, model_sd, options=options)
+            else:
+                set_state_dict(model, opt, model_state_dict=model_sd, optim_state_dict=opt_sd, options=options)
         else:
             model.load_state_dict(model_sd)
-            opt.load_state_dict(opt_sd)
+            if opt_sd is not None:
+                opt.load_state_dict(opt_sd)
 
     def any_rank(self, flag: bool) -> bool:
         """True on every rank when it is true on one (one all-reduce): a decision taken on each

@@ -6,8 +6,12 @@ kill after the removal but before Snakemake records the job: during the theory s
 evaluation, which follows training in the same job, or at a SLURM time limit while the job
 wraps up (Snakemake then deletes the outputs and reruns the job). So ``train`` writes a
 checkpoint at its last step too and never removes it: a rerun resumes with nothing left to
-train. ``clean`` removes the checkpoints beside finished outputs; the Snakefile's
-``onsuccess`` calls it (``sparselen clean-checkpoints`` by hand). The language analysis keeps
+train. That checkpoint keeps the weights and drops AdamW's moments (``train.without_moments``),
+which nothing needs after the last step: a finished run's files on disk are its model file and
+a checkpoint of its weights, half of what they were with the moments kept, and a workflow that
+never reaches ``onsuccess`` (a partial failure) leaves no more. ``clean`` removes the
+checkpoints beside finished outputs; the Snakefile's ``onsuccess`` calls it (``sparselen
+clean-checkpoints`` by hand). The language analysis keeps
 its progress the same way (``sparselen.language.progress``), and ``clean`` removes it too.
 
 A checkpoint records the code that computes its run (``code_fingerprint``): the trainer and

@@ -53,7 +53,7 @@ from sparselen.training import modelfile
 from sparselen.training.resumable import code_fingerprint
 from sparselen.training.train import (TrainConfig, apply_position_scheme, checkpoint_state, lr_lambda, make_optimizer,
                                       own_checkpoint, own_checkpoint_step, peak_flops, place_step_counters, run_summary,
-                                      throughput, write_outputs)
+                                      throughput, without_moments, write_outputs)
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,8 @@ def _train_group(model_cfg, cfgs, runs, states, step, arch, device, batches) -> 
     rows = [[] for _ in runs]
     if step:
         model.load_state_dict(stack_state([s["model"] for s in states]))
-        opt.load_state_dict(stack_optimizer_state([s["optimizer"] for s in states]))
+        if step < cfg.steps:  # finished runs' checkpoints keep no moments
+            opt.load_state_dict(stack_optimizer_state([s["optimizer"] for s in states]))
         place_step_counters(opt, fused=cuda)
         sched.load_state_dict(states[0]["scheduler"])
         rows = [list(s["log"]) for s in states]
@@ -144,9 +145,9 @@ def _train_group(model_cfg, cfgs, runs, states, step, arch, device, batches) -> 
     def save_checkpoints():
         model_sd, opt_sd = model.state_dict(), opt.state_dict()
         for s, run in enumerate(runs):
+            moments = run_optimizer_state(opt_sd, s) if step < cfg.steps else without_moments(opt_sd)
             modelfile.save_state(run.files.checkpoint, checkpoint_state(
-                run_state(model_sd, s), run_optimizer_state(opt_sd, s), sched.state_dict(), step, rows[s], chashes[s],
-                codes[s], arch))
+                run_state(model_sd, s), moments, sched.state_dict(), step, rows[s], chashes[s], codes[s], arch))
 
     model.train()
     flops_per_token = {}

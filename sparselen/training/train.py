@@ -226,9 +226,10 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     model file (weights, model config, provenance, step log), the log CSV and the summary (the
     run's wildcards, the step it resumed from, throughput and MFU, the provenance) atomically
     at the end. The checkpoint is written at every ``checkpoint_every``-th step at least
-    ``run.runtime.checkpoint_minutes`` after the last one (or the start), and at the last step,
-    and never removed here (``sparselen.training.resumable``), so a kill at any point, even after every
-    output is written, resumes, with nothing left to train after the last step.
+    ``run.runtime.checkpoint_minutes`` after the last one (or the start), and at the last step
+    without AdamW's moments (``without_moments``: a third of the size), and never removed here
+    (``sparselen.training.resumable``), so a kill at any point, even after every output is
+    written, resumes, with nothing left to train after the last step.
 
     ``parallel`` (``sparselen.training.distributed``, under torchrun): each rank takes its rows of the
     same global batch and the update is that of one process on the whole batch; only rank 0
@@ -251,11 +252,13 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     step, rows = 0, []
     state = own_checkpoint(checkpoint, chash, code, arch, device)
     if state is not None:
+        moments = state["optimizer"] if state["step"] < cfg.steps else None  # a finished run's has none
         if parallel is None:
             model.load_state_dict(state["model"])
-            opt.load_state_dict(state["optimizer"])
+            if moments is not None:
+                opt.load_state_dict(moments)
         else:
-            parallel.load_state_dicts(model, opt, state["model"], state["optimizer"])
+            parallel.load_state_dicts(model, opt, state["model"], moments)
         place_step_counters(opt, fused=cuda)
         sched.load_state_dict(state["scheduler"])
         step, rows = state["step"], state["log"]
@@ -272,6 +275,7 @@ def train(model_cfg: ModelConfig, cfg: TrainConfig, batch_fn: Callable[[int], Ba
     def save_checkpoint():
         model_sd, opt_sd = state_dicts()
         if main:
+            opt_sd = opt_sd if step < cfg.steps else without_moments(opt_sd)
             modelfile.save_state(checkpoint, checkpoint_state(model_sd, opt_sd, sched.state_dict(), step, rows, chash,
                                                               code, arch))
 
@@ -391,6 +395,13 @@ def checkpoint_state(model_sd: dict, opt_sd: dict, sched_sd: dict, step: int, ro
     ``own_checkpoint`` checks it against."""
     return {"model": model_sd, "optimizer": opt_sd, "scheduler": sched_sd, "step": step, "log": rows,
             "config_hash": chash, "code": code, "model_config": arch}
+
+
+def without_moments(opt_sd: dict) -> dict:
+    """An optimizer state without its per-parameter state (AdamW's two moments, two thirds of
+    a checkpoint): the last step's checkpoint needs none, since nothing trains after it and a
+    rerun only writes the outputs again from its weights."""
+    return {"state": {}, "param_groups": opt_sd["param_groups"]}
 
 
 def write_outputs(files, model_sd: dict, model_cfg, prov: dict, rows: list, summary: dict) -> None:

@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import ROOT, SMOKE
 
-from sparselen.estimate import calibrate, dag, plan, profiles, schedule, stack_size, tables, timeline
+from sparselen.estimate import calibrate, dag, disk, limits, plan, profiles, schedule, stack_size, tables, timeline
 from sparselen.interface.config import load
 from sparselen.nn import flops, memory
 from sparselen.nn.model import GPTNeoX, ModelConfig
@@ -161,6 +161,10 @@ def test_attempts_and_resubmissions():
     assert tables.attempts_needed(5000, 5000, 100, 100, 1000, 0) == math.inf
     assert tables.attempts_needed(5000, 5000, 100, 100, 1000, 0, retries=4) == 5
     assert tables.attempts_needed(1e9, 0, 0, 0, 1800, 0) == math.inf
+    # a later attempt's limit at most cap_s (resources.max_runtime): 30, 40, 40 min instead of 30,
+    # 60, 90, so a fourth attempt (a rerun of the command) finishes it
+    assert tables.attempts_needed(8000, 8000, 1000, 10, 1800, 0) == 3
+    assert tables.attempts_needed(8000, 8000, 1000, 10, 1800, 0, cap_s=2400) == 4
     # checkpoints every 10 min, 30 min limit, no retries: each command's attempt saves 30 min
     assert tables.attempts_needed(6000, 6000, 100, 10, 1800, 0, retries=0) == 4
     # ... at least 20 min apart (checkpoint_minutes): each attempt saves 20 min
@@ -328,6 +332,19 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     assert on_gpu["memory_gib"].notna().all() and on_gpu["memory_gib"].max() < 0.6 * gpu.usable_bytes / memory.GiB
     assert set(on_gpu.loc[on_gpu["rule"] == "language_train", "memory_key"]) == {"language.micro_batch_tokens"}
     assert t["errors"] == []
+    # every stack job's limit is its prediction here times resources.runtime_margin, under the
+    # partition's maximum (sparselen.estimate.limits), computed when the workflow was read
+    cfg, stacked = load(PAPER), jobs[jobs["runs"] > 1]
+    assert len(stacked) == 217 and (stacked["runtime_min"] <= cfg["resources"]["max_runtime"]).all()
+    assert stacked["runtime_min"].tolist() == [limits.limit_minutes(cfg, s) for s in stacked["seconds"]]
+    assert (t["submissions"]["predicted_h"] <= t["submissions"]["limit_h"]).all()
+    # the trained models' disk: 4 bytes per parameter of each model file and of each finished
+    # run's checkpoint, the largest training jobs' checkpoints of 12 bytes in flight at the peak
+    d = t["disk"].set_index("slice")
+    assert d.loc["all", "runs"] == stacked.loc[stacked["parameters"] > 0, "runs"].sum() + 9  # 9 language runs
+    ppc = jobs[(jobs["rule"] == "ppc_train")]
+    assert d.loc["ppc", "finished_gib"] == pytest.approx(8 * (ppc["runs"] * ppc["parameters"]).sum() / memory.GiB)
+    assert 400 < d.loc["ppc", "finished_gib"] < d.loc["ppc", "peak_gib"] < 500 and d.loc["all", "peak_gib"] < 700
     # train.steps of 262,144 tokens through a 12-layer width-768 model: ~3e18 FLOPs per model
     lt, steps = jobs[jobs["rule"] == "language_train"], load(PAPER)["language"]["train"]["steps"]
     assert lt["flops"].iloc[0] == pytest.approx(6 * 85e6 * steps * 262144 * 1.2, rel=0.3)
@@ -382,7 +399,8 @@ def test_a_local_runs_estimate_reads_without_the_docs(monkeypatch, capsys, smoke
     out = capsys.readouterr().out
     assert "nan" not in out and "mfu" not in out and "gpu_busy" not in out
     assert "Submissions and GPU-hours" not in out and "SLURM" not in out and "Packing" not in out
-    table = [[c.strip() for c in line.strip("|").split("|")] for line in out.split("Per job type")[1].splitlines()
+    section = out.split("Per job type")[1].split("\nDisk of the trained models")[0]
+    table = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
              if line.startswith("|") and not line.startswith("|:")]
     columns = dict(zip(table[0], zip(*table[1:])))
     assert "device" not in columns and "devices" not in columns
@@ -634,11 +652,37 @@ def test_a_stack_job_is_priced_as_its_runs_in_one_job(capsys, parity_stacks):
     assert stack_size.training_hours(jobs, {"parity": 3}, gpu) == pytest.approx(hours)
 
 
+def test_a_stack_jobs_limit_is_a_multiple_of_its_prediction(tmp_path_factory):
+    """Stacks of 3 of the smoke config's parity runs on a GPU, at a margin of 100 and a
+    partition's maximum of 100 minutes: the DAG's time limit of each stack job (its chunk of one
+    seed too) is 100 x the estimate's prediction of it on resources.runtime_gpu, at least 30
+    and at most 100 minutes; no job and no group's submission (a training, then its
+    evaluations) asks for more than 100 minutes in any attempt."""
+    overlay = tmp_path_factory.mktemp("limits") / "limits.yaml"
+    overlay.write_text(STACKED % 3 + "resources: {runtime_margin: 100, max_runtime: 100}\n")
+    files = (*SMOKE, overlay)
+    cfg = load(files)
+    jobs = plan.plan(cfg, workflow_jobs(tmp_path_factory, files))
+    gpu, cpu = profiles.resolve("h100", profiles.UTILIZATION, None, compile=cfg["compile"])
+    df = tables.estimate(cfg, jobs, gpu, cpu)
+    stacked = df[df["job"].str.contains("seeds=")]
+    assert len(stacked) == 12 and set(stacked["runs"]) == {1, 3}
+    minutes = [math.ceil(100 * s / 60) for s in stacked["seconds"]]
+    assert stacked["runtime_min"].tolist() == [min(100, max(limits.MIN_MINUTES, m)) for m in minutes]
+    assert len(set(stacked["runtime_min"])) > 1 and {m for m in minutes if 30 < m < 100}
+    assert df["runtime_min"].max() <= 100
+    model = df[df["group"].isin(["model", timeline.PACKED_GROUP])]
+    assert len(model) and model["limit_min"].max() == 100
+    for attempt in (2, 3):  # the language training leaves its loss by position's minutes
+        assert limits.attempt_minutes(cfg, 70, attempt, reserve=30) + min(30 * attempt, 100) <= 100
+
+
 def test_a_stack_over_the_gpus_memory_exits_1_naming_its_key(tmp_path, monkeypatch, capsys, parity_stacks):
     """A GPU that holds two of the parity run's training steps, not three: the stacks of 3 are
     an error (exit 1) naming the stack and parity.stack; the stack of one and the evaluations
-    fit, and the largest stack that fits is the one the estimate offers. (The other slices'
-    jobs, larger, are errors of their own.)"""
+    fit; the estimate offers the largest stack within 60% of the usable memory (stack_size.SHARE),
+    one run, and warns that 3 are over it. (The other slices' jobs, larger, are errors of their
+    own.)"""
     import json
 
     from sparselen.cli import main
@@ -658,7 +702,8 @@ def test_a_stack_over_the_gpus_memory_exits_1_naming_its_key(tmp_path, monkeypat
     assert re.fullmatch(r"ERROR: parity_train K_train=\d+ seeds=(0-2|3-5) and 3 more: predicted peak [\d.]+ GiB "
                         r"\(training step of \d+ x \d+ tokens for each of 3 runs\) > [\d.]+ GiB usable on the GPU: "
                         r"lower parity\.stack \(now 3; docs/gpu\.md\)", errors[0]), errors[0]
-    assert "parity.stack: 2 (now 3)" in captured.out
+    assert memory.stacked(one, 2, "gpu") > stack_size.SHARE * usable and "parity.stack: 1 (now 3)" in captured.out
+    assert re.search(r"WARNING: parity\.stack 3: predicted peak [\d.]+ GiB, over 60% of the GPU's usable", captured.out)
     size, peak = stack_size.largest_fit(jobs, usable)["parity"]
     assert size == 2 and peak.bytes <= usable < memory.stacked(one, 3, "gpu")
 

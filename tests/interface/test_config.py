@@ -111,6 +111,11 @@ def test_semantic_errors():
     cfg["gpus_per_job"], cfg["packing"]["jobs_per_gpu"] = 2, 4
     assert semantic_errors(cfg) == ["packing.jobs_per_gpu = 4: jobs share one GPU, but gpus_per_job = 2 gives each "
                                     "job several; set gpus_per_job: 1 or packing.jobs_per_gpu: 0"]
+    cfg = load()
+    cfg["gpus_per_job"], cfg["resources"]["runtime_gpu"] = 1, "tpu"  # the GPU of the stacks' time limits
+    assert semantic_errors(cfg)[0].startswith("resources.runtime_gpu = 'tpu': neither a GPU of the datasheets (")
+    cfg["resources"]["runtime_gpu"] = "H100"
+    assert semantic_errors(cfg) == []
 
 
 def test_ppc_runs_are_schemes_or_named_variants():

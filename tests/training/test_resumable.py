@@ -3,6 +3,7 @@ every job), so a job killed at any point, even after writing all its outputs, re
 killed after training resumes with nothing left to train."""
 
 import logging
+import os
 from importlib import import_module
 
 import pytest
@@ -179,3 +180,44 @@ def test_a_fingerprint_follows_what_the_code_computes_not_where_it_lives(tmp_pat
     assert resumable.source_fingerprint("user.py", "b") != before
     user.write_text("from sparselen.b.other import f\n\n\ndef g():\n    return f() + 1\n")
     assert resumable.source_fingerprint("user.py", "b") != before
+
+
+def test_the_last_checkpoint_keeps_the_weights_without_the_moments(tmp_path, monkeypatch, caplog):
+    """A run's checkpoints carry AdamW's moments until its last step, whose checkpoint carries
+    its weights alone: a finished run leaves a checkpoint of its model file's size (a third of
+    one that trains on), for a run alone and for each run of a stack. Killed before Snakemake
+    records the job (its outputs deleted), each rerun resumes at the last step and writes the
+    same weights."""
+    from test_stacked import as_job, parity_job
+
+    import sparselen.training.modelfile as modelfile
+    from sparselen.jobs.stacks import train_jobs
+
+    real, saved = modelfile.save_state, []
+
+    def watched(path, state):
+        real(path, state)
+        if "optimizer" in state:
+            saved.append((str(path), state["step"], len(state["optimizer"]["state"]), os.path.getsize(path)))
+
+    monkeypatch.setattr(modelfile, "save_state", watched)
+    outs, job = parity(tmp_path / "alone")
+    (tmp_path / "alone").mkdir()
+    job()
+    stack = [parity_job(tmp_path / "stack" / str(s), s) for s in (0, 1)]
+    train_jobs([as_job(spec) for spec in stack])
+    for ckpt in [tmp_path / "alone/checkpoint.pt"] + [tmp_path / f"stack/{s}/ckpt.pt" for s in (0, 1)]:
+        mine = [(step, moments, size) for path, step, moments, size in saved if path == str(ckpt)]
+        *training, (last, moments, size) = mine
+        assert training and all(m > 0 for _, m, _ in training) and moments == 0, mine
+        assert load_state(ckpt)["step"] == last and size < 0.4 * min(s for _, _, s in training)
+        assert size < 1.1 * (ckpt.parent / "model.pt").stat().st_size
+    first = [weights(p) for p in [outs[0]] + [tmp_path / f"stack/{s}/model.pt" for s in (0, 1)]]
+    for p in outs + [tmp_path / f"stack/{s}/{name}" for s in (0, 1) for name in ("model.pt", "log.csv", "summary.json")]:
+        p.unlink()
+    caplog.set_level(logging.INFO)
+    job()
+    train_jobs([as_job(spec) for spec in stack])
+    assert caplog.text.count("at step 20") == 1 and caplog.text.count("at step 12") == 2
+    again = [weights(p) for p in [outs[0]] + [tmp_path / f"stack/{s}/model.pt" for s in (0, 1)]]
+    assert all(same(a, b) for a, b in zip(first, again))

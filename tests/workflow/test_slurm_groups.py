@@ -56,7 +56,8 @@ def submissions(configfiles, profile: dict) -> list[dict]:
                 group = workflow.dag._group.get(job)
                 if group is None:
                     r = job.resources
-                    out.append({"name": job.rule.name, "jobs": 1, "mem_mb": r["mem_mb"], "cpus": r["_cores"],
+                    out.append({"name": job.rule.name, "jobs": 1, "mem_mb": r["mem_mb"],
+                                "cpus": r.get("cpus_per_task", r["_cores"]),  # as the executor asks
                                 "runtime": r["runtime"], "side_by_side": r["runtime"]})
                 else:
                     groups[group.jobid] = group
@@ -91,6 +92,24 @@ def test_every_paper_submission_fits_the_profiles_node(tmp_path):
         assert s["runtime"] == s["side_by_side"], f"{s}: its jobs run in turn to fit the node"
     sfa = [s for s in subs if s["name"] == "cpu_train"]
     assert len(sfa) > 1 and max(s["jobs"] for s in sfa) > 1  # several runs per submission, several submissions
+    # a stack job on its GPU asks for resources.gpu_job_cpus: its kernel launches and its batch
+    # worker each on a core; the SFA runs (CPU) for their threads
+    stacks = [s for s in subs if "_stack" in s["name"]]
+    assert len(stacks) == 217 and {s["cpus"] for s in stacks} == {4} and {s["cpus"] for s in sfa} <= {1, 2}
+
+
+def test_jobs_sharing_a_gpu_ask_for_their_threads(tmp_path):
+    """paper.yaml with one run per job: 8 small models' jobs share a GPU in one submission,
+    side by side, each with its torch threads (not resources.gpu_job_cpus: 8 x 4 would not fit
+    the node); a language training holds its GPU and asks for resources.gpu_job_cpus."""
+    overlay = tmp_path / "per_run.yaml"
+    overlay.write_text("".join(f"{name}: {{stack: 1, seeds: [0, 1]}}\n" for name in ("parity", "ppc", "theory")))
+    profile, subs = profile_submissions(tmp_path, (*PAPER, overlay))
+    packed = [s for s in subs if s["name"] == "packed_model"]
+    assert packed and max(s["jobs"] for s in packed) == 16  # 8 trainings, then their 8 evaluations
+    assert {s["cpus"] for s in packed if s["jobs"] == 16} == {8}
+    model = [s for s in subs if s["name"] == "model"]  # a language training and its loss by position
+    assert model and {s["cpus"] for s in model} == {4}
 
 
 def test_jobs_that_do_not_fit_side_by_side_run_in_turn_within_the_node(tmp_path):

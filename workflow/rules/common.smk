@@ -8,6 +8,7 @@ import snakemake.iocontainers
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+import sparselen.estimate.limits
 import sparselen.estimate.packing
 import sparselen.interface.config
 import sparselen.jobs.checks
@@ -127,42 +128,90 @@ resource_scopes:
     gpu_slots="local",
 
 
-# A stack's step costs about one run's until the GPU is busy: a small model's run uses a few
-# percent of a GPU's arithmetic, launch-bound (docs/gpu.md, "Packing"), so 8 runs of the most
-# arithmetic-bound at the estimate's utilization 0.4 take about one run's time. A stack job's
-# time limit is the per-run runtime per started 8 runs; a stack that outlasts it resumes from
-# its runs' checkpoints in the next attempt.
-STACK_RUNS_PER_RUNTIME = 8
+# Time limits (docs/gpu.md, "Time limits"): a job asks for its rule's minutes (config
+# resources.runtime unless the rule names its own), a stack job for resources.runtime_margin
+# times its predicted time (sparselen/estimate/limits.py: the estimate's price of the same job
+# on the GPU resources.runtime_gpu names); attempt a asks for a times that; no attempt asks for
+# more than resources.max_runtime, the partition's maximum. A job killed at its limit resumes
+# from its checkpoints in the next attempt. EVAL_RUNTIME: minutes of a small model's evaluation
+# of one run (parity, PPC), the level after its training in a packed submission.
+EVAL_RUNTIME = 10
+
+
+def capped(minutes, reserve=0):
+    """Resource runtime: ``minutes`` times the attempt, at most resources.max_runtime less
+    ``reserve`` times the attempt (the minutes of the jobs after it in its submission, whose
+    limits SLURM adds to its own)."""
+    return lambda wildcards, attempt: sparselen.estimate.limits.attempt_minutes(
+        config, minutes, attempt, reserve
+    )
+
+
+def stack_runtime(stack_rule, params, runs):
+    """Resource runtime of stack rule ``stack_rule`` of ``runs`` runs whose runs' rule has
+    ``params`` (values, or functions of the wildcards): its predicted time's limit per attempt.
+    """
+
+    def minutes(wildcards, attempt):
+        values = {k: v(wildcards) if callable(v) else v for k, v in params.items()}
+        return sparselen.estimate.limits.stack_limit(
+            config, stack_rule, dict(wildcards.items()), values, runs, attempt
+        )
+
+    return minutes
+
+
+def job_cpus(gpus, shared):
+    """CPUs per process of a job: its torch threads; a job holding a whole GPU at least
+    resources.gpu_job_cpus, so the process that launches the GPU's kernels and a stack's batch
+    worker (sparselen/training/stacked.py) each have a core."""
+    if gpus and not shared:
+        return max(THREADS, config["resources"]["gpu_job_cpus"])
+    return THREADS
 
 
 def job_resources(
-    runtime=None, mem_mb=None, gpu=True, processes=1, nodes=1, packed=False, runs=1
+    runtime=None,
+    mem_mb=None,
+    gpu=True,
+    processes=1,
+    nodes=1,
+    packed=False,
+    runs=1,
+    stack_rule=None,
+    params=None,
+    reserve=0,
 ):
     """Resources of a training/evaluation job: wall time in minutes (config resources.runtime
-    unless given) times the attempt, so a retry after a time-out asks for more; memory; one CPU
-    per torch thread; and `gpu` only when config gpus_per_job > 0 (and `gpu`), so the same
-    rules run on CPU-only partitions. `processes`: a job training one model in several
-    data-parallel processes (language.parallel) asks for that many times of each, per node.
-    `nodes` > 1: SLURM gives the job that many nodes, one task each, GPUs per node; `mpi` makes
-    the executor run the job in the batch script (not in a one-task step), so the job's own
-    `srun` can start a torchrun on every node (sparselen/training/distributed.py). `packed`: a small
-    model's job, which holds one slot of a shared GPU when JOBS_PER_GPU > 1 (see above) and
-    asks for resources.packed_mem_mb of host memory (unset: the job's memory); every GPU job
-    then learns JOBS_PER_GPU (`jobs_per_gpu`), so a whole-GPU job claims all slots. `runs`: a
-    stack job's runs (not packed: a whole GPU), its runtime per STACK_RUNS_PER_RUNTIME of them.
+    unless given) times the attempt, so a retry after a time-out asks for more, at most
+    resources.max_runtime; memory; CPUs (``job_cpus``); and `gpu` only when config gpus_per_job
+    > 0 (and `gpu`), so the same rules run on CPU-only partitions. `processes`: a job training
+    one model in several data-parallel processes (language.parallel) asks for that many times
+    of each, per node. `nodes` > 1: SLURM gives the job that many nodes, one task each, GPUs per
+    node; `mpi` makes the executor run the job in the batch script (not in a one-task step), so
+    the job's own `srun` can start a torchrun on every node (sparselen/training/distributed.py).
+    `packed`: a small model's job, which holds one slot of a shared GPU when JOBS_PER_GPU > 1
+    (see above) and asks for resources.packed_mem_mb of host memory (unset: the job's memory);
+    every GPU job then learns JOBS_PER_GPU (`jobs_per_gpu`), so a whole-GPU job claims all
+    slots. A stack job (`stack_rule` not packed: a whole GPU) of `runs` runs, whose runs' rule
+    has `params`, is limited by its predicted time (``stack_runtime``). `reserve`: minutes per
+    attempt of the jobs after it in its group's submission (``capped``).
     """
-    minutes = (runtime or config["resources"]["runtime"]) * -(
-        -runs // STACK_RUNS_PER_RUNTIME
-    )
-    res = {
-        "runtime": lambda wildcards, attempt: minutes * attempt,
-        "mem_mb": (mem_mb or config["resources"]["mem_mb"]) * processes,
-        "cpus_per_task": THREADS * processes,
-    }
+    minutes = runtime or config["resources"]["runtime"]
     gpus = config["gpus_per_job"] * processes if gpu else 0
+    shared = packed and JOBS_PER_GPU > 1
+    res = {
+        "runtime": (
+            stack_runtime(stack_rule, params or {}, runs)
+            if stack_rule and not packed
+            else capped(minutes, reserve)
+        ),
+        "mem_mb": (mem_mb or config["resources"]["mem_mb"]) * processes,
+        "cpus_per_task": job_cpus(gpus, shared) * processes,
+    }
     if gpus and JOBS_PER_GPU > 1:
         res["jobs_per_gpu"] = JOBS_PER_GPU
-    if packed and gpus and JOBS_PER_GPU > 1:
+    if shared and gpus:
         res |= {"gres": "gpu:1", "gpu_slots": 1}
         res["mem_mb"] = config["resources"].get("packed_mem_mb") or res["mem_mb"]
     elif nodes > 1:

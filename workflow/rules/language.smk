@@ -13,6 +13,9 @@ LANG_PROCS = LANG["parallel"]["processes"]
 LANG_NODES = LANG["parallel"]["nodes"]
 # Minutes of a language training or analysis (None: resources.runtime).
 LANG_RUNTIME = config["resources"].get("language_runtime")
+# Minutes of a language model's loss by position: the level after its training in its
+# submission.
+LANG_EVAL_RUNTIME = 30
 # Minutes of the tokenization (over LANG_TOKENS_THREADS threads; a killed job resumes at its
 # last chunk).
 LANG_TOKENS_RUNTIME = config["resources"]["tokens_runtime"]
@@ -110,7 +113,7 @@ rule language_tokens:
         ENV
     threads: LANG_TOKENS_THREADS
     resources:
-        runtime=lambda wildcards, attempt: LANG_TOKENS_RUNTIME * attempt,
+        runtime=capped(LANG_TOKENS_RUNTIME),
     script:
         JOB
 
@@ -161,7 +164,12 @@ rule language_train:
         ENV
     threads: THREADS * LANG_PROCS
     resources:
-        **job_resources(LANG_RUNTIME, processes=LANG_PROCS, nodes=LANG_NODES),
+        **job_resources(
+            LANG_RUNTIME,
+            processes=LANG_PROCS,
+            nodes=LANG_NODES,
+            reserve=LANG_EVAL_RUNTIME,
+        ),
     params:
         model=lambda w: sparselen.interface.variants.run_model(
             LANG["model"], LANG, w.run
@@ -190,7 +198,7 @@ rule language_loss_by_position:
         ENV
     threads: THREADS
     resources:
-        **job_resources(runtime=30),
+        **job_resources(runtime=LANG_EVAL_RUNTIME),
     params:
         eval=LANG["eval"],
     script:

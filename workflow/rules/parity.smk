@@ -35,6 +35,10 @@ PARITY_TRAIN = dict(
 )
 
 
+# What a parity run's evaluation depends on beyond its model and the evaluation set.
+PARITY_EVALUATE = dict(batch_tokens=PARITY["eval"]["batch_tokens"])
+
+
 PARITY_CHUNKS = [
     (seeds, {}) for seeds in seed_chunks(training_seeds(PARITY), PARITY["stack"])
 ]
@@ -64,7 +68,13 @@ for train_rule in stack_rules(
             ENV
         threads: THREADS
         resources:
-            **job_resources(packed=train_rule.packed, runs=train_rule.runs),
+            **job_resources(
+                packed=train_rule.packed,
+                runs=train_rule.runs,
+                stack_rule=train_rule.name,
+                params=PARITY_TRAIN,
+                reserve=EVAL_RUNTIME,
+            ),
         params:
             **PARITY_TRAIN,
             **train_rule.extra_params,
@@ -103,10 +113,16 @@ for eval_rule in stack_rules(
             ENV
         threads: THREADS
         resources:
-            **job_resources(runtime=10, packed=eval_rule.packed, runs=eval_rule.runs),
+            **job_resources(
+                runtime=EVAL_RUNTIME,
+                packed=eval_rule.packed,
+                runs=eval_rule.runs,
+                stack_rule=eval_rule.name,
+                params=PARITY_EVALUATE,
+            ),
         params:
             **eval_rule.extra_params,
-            batch_tokens=PARITY["eval"]["batch_tokens"],
+            **PARITY_EVALUATE,
         script:
             JOB
 

@@ -58,6 +58,10 @@ PPC_TRAIN = dict(
 )
 
 
+# What a PPC run's evaluation depends on beyond its model and the evaluation set.
+PPC_EVALUATE = dict(batch_size=PPC["eval"]["batch_size"])
+
+
 PPC_CHUNKS = ppc_stacks()
 
 
@@ -87,7 +91,13 @@ for train_rule in stack_rules(
             ENV
         threads: THREADS
         resources:
-            **job_resources(packed=train_rule.packed, runs=train_rule.runs),
+            **job_resources(
+                packed=train_rule.packed,
+                runs=train_rule.runs,
+                stack_rule=train_rule.name,
+                params=PPC_TRAIN,
+                reserve=EVAL_RUNTIME,
+            ),
         params:
             **PPC_TRAIN,
             **train_rule.extra_params,
@@ -128,10 +138,16 @@ for eval_rule in stack_rules(
             ENV
         threads: THREADS
         resources:
-            **job_resources(runtime=10, packed=eval_rule.packed, runs=eval_rule.runs),
+            **job_resources(
+                runtime=EVAL_RUNTIME,
+                packed=eval_rule.packed,
+                runs=eval_rule.runs,
+                stack_rule=eval_rule.name,
+                params=PPC_EVALUATE,
+            ),
         params:
             **eval_rule.extra_params,
-            batch_size=PPC["eval"]["batch_size"],
+            **PPC_EVALUATE,
         script:
             JOB
 

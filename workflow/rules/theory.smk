@@ -60,7 +60,13 @@ for train_rule in stack_rules(
             ENV
         threads: THREADS
         resources:
-            **job_resources(runtime=60, packed=train_rule.packed, runs=train_rule.runs),
+            **job_resources(
+                runtime=60,
+                packed=train_rule.packed,
+                runs=train_rule.runs,
+                stack_rule=train_rule.name,
+                params=THEORY_GPT,
+            ),
         params:
             **THEORY_GPT,
             **train_rule.extra_params,
