@@ -335,7 +335,7 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     # every stack job's limit is its prediction here times resources.runtime_margin, under the
     # partition's maximum (sparselen.estimate.limits), computed when the workflow was read
     cfg, stacked = load(PAPER), jobs[jobs["runs"] > 1]
-    assert len(stacked) == 217 and (stacked["runtime_min"] <= cfg["resources"]["max_runtime"]).all()
+    assert len(stacked) == 225 and (stacked["runtime_min"] <= cfg["resources"]["max_runtime"]).all()
     assert stacked["runtime_min"].tolist() == [limits.limit_minutes(cfg, s) for s in stacked["seconds"]]
     assert (t["submissions"]["predicted_h"] <= t["submissions"]["limit_h"]).all()
     # the trained models' disk: 4 bytes per parameter of each model file and of each finished
