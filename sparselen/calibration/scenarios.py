@@ -139,11 +139,12 @@ def l2() -> list[Scenario]:
 PARITY_K = 4  # the paper's smallest K_train; k_test 1-4 and 6 evaluated
 
 
-def parity(claims: tuple, name: str, truth: str, longest_kept) -> list[Scenario]:
+def parity(claims: tuple, name: str, truth: str, longest_kept, fits=lambda k: FITS) -> list[Scenario]:
     """Sparse parity at K_train = 4 on the config's evaluated lengths, seeds and samples: every
-    k_test <= 4 fits (0.99 on the training lengths); beyond them a run keeps a share of its
-    margin above chance that falls linearly in log length to ``longest_kept(k, rng)`` at the
-    longest length (drawn per run); k_test 6 > K_train at chance."""
+    k_test <= 4 fits (``fits(k)`` on the training lengths, 0.99 unless the scenario makes a
+    denser k_test harder in distribution); beyond them a run keeps a share of its margin above
+    chance that falls linearly in log length to ``longest_kept(k, rng)`` at the longest length
+    (drawn per run); k_test 6 > K_train at chance."""
     def draw(sizes: Sizes, rng: np.random.Generator):
         section = sizes.sections["parity"]
         lo, hi = section["train"]["lengths"]
@@ -155,11 +156,11 @@ def parity(claims: tuple, name: str, truth: str, longest_kept) -> list[Scenario]
             if k > K:
                 return 0.5
             if length <= hi:
-                return FITS
+                return fits(k)
             if (k, seed) not in kept:
                 kept[k, seed] = longest_kept(k, rng)
             share = 1 - (1 - kept[k, seed]) * np.log(length / hi) / span
-            return 0.5 + (FITS - 0.5) * share
+            return 0.5 + (fits(k) - 0.5) * share
 
         runs = parity_runs(acc, seeds=tuple(range(sizes.parity_seeds)), n=sizes.parity_n, lengths=lengths,
                            K_train=(PARITY_K,), sd=0, rng=rng)
@@ -186,16 +187,18 @@ def p_claims() -> list[Scenario]:
 # ----------------------------------------------------------------------------- theory
 
 
-def theory(claims: tuple, name: str, truth: str, acc, loss=lambda d, r: 1e-3 * r) -> list[Scenario]:
+def theory(claims: tuple, name: str, truth: str, acc, loss=lambda d, r: 1e-3 * r,
+           shared: float = 0.0) -> list[Scenario]:
     """The idealized model, and the GPT where the config runs it at k >= 2 (T1 is decided on it),
     at k = 2 on the config's ratios, seeds and samples: ``acc(law, ratio)`` and ``loss(law, ratio)``
-    per run (the loss jittered by a factor exp(N(0, 0.1)))."""
+    per run (the loss jittered by a factor exp(N(0, 0.1)) per run, and by exp(N(0, ``shared``))
+    per ratio for every run at once: the one sample set they are all scored on)."""
     def draw(sizes: Sizes, rng: np.random.Generator):
         section = sizes.sections["theory"]
         models = ("sfa", "gpt") if max(section["gpt"]["k"], default=0) >= 2 else ("sfa",)
         runs = theory_runs(acc, loss, seeds=tuple(range(sizes.theory_seeds)), n=sizes.theory_n,
                            ratios=tuple(section["eval"]["ratios"]), length=section["train"]["lengths"][0], rng=rng,
-                           models=models)
+                           models=models, shared=shared)
         return {"theory": {"evals": runs}}, {"theory": {"floor": section["floor"]}}
 
     return [Scenario(c, name, truth, draw) for c in claims]
