@@ -169,6 +169,18 @@ def parity(claims: tuple, name: str, truth: str, longest_kept, fits=lambda k: FI
     return [Scenario(c, name, truth, draw) for c in claims]
 
 
+# A denser k_test harder on the training lengths only: what raw accuracy at the longest length
+# ranks at every length, and no length generalization at all.
+HARDER_IN_DISTRIBUTION = {1: 0.995, 2: 0.98, 3: 0.96, 4: 0.94}
+
+
+def harder_in_distribution(claims: tuple) -> list[Scenario]:
+    """k_test 1-4 learned to HARDER_IN_DISTRIBUTION on the training lengths and flat in length:
+    every run keeps all of its margin at every length."""
+    return parity(claims, "harder in distribution, flat in length: k_test 1-4 at 0.995 / 0.98 / 0.96 / 0.94 at "
+                  "every length", FALSE, lambda k, rng: 1.0, fits=HARDER_IN_DISTRIBUTION.get)
+
+
 # Measured at K_train = 3 (configs/README.md, "Seed power"): the retained margin at the longest
 # length 0.61 (sd 0.28) at k_test = K_train, the sparser k_test keeping more (rho -1 on most seeds).
 MEASURED_KEPT, MEASURED_SD, SPARSER_KEEP = 0.61, 0.28, 0.15
