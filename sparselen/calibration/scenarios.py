@@ -216,6 +216,18 @@ def theory(claims: tuple, name: str, truth: str, acc, loss=lambda d, r: 1e-3 * r
     return [Scenario(c, name, truth, draw) for c in claims]
 
 
+SHARED_SD, JUST_ABOVE = 0.3, 2.1  # a shared sample set's factor on every run's loss; an exponent just above T2's 2
+
+
+def shared_sample_factor() -> list[Scenario]:
+    """The loss grows like (Lbar/L)^JUST_ABOVE, with every run of a (law, k) scored on one sample
+    set per ratio whose draw moves all their losses by one factor, exp(N(0, SHARED_SD)): the
+    runs agree on an exponent the draw has moved, which their spread cannot show."""
+    return theory(("T2",), f"shared per-ratio sample factor (sd {SHARED_SD:g} on the log loss), exponent just above "
+                  f"2: {JUST_ABOVE:g}", FALSE, lambda d, r: 0.98, loss=lambda d, r: 1e-3 * r**JUST_ABOVE,
+                  shared=SHARED_SD)
+
+
 def t_claims() -> list[Scenario]:
     def paper_like(d, r):
         return 0.5 if d == "nonlocal" and r > 1 else 0.98
