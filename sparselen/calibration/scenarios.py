@@ -191,6 +191,7 @@ def p_claims() -> list[Scenario]:
     measured = lambda k, rng: min(1.0, MEASURED_KEPT + SPARSER_KEEP * (PARITY_K - k) + rng.normal(0, MEASURED_SD))  # noqa: E731
     return [*parity(("P1", "P3"), "no effect of sparsity: every k_test keeps 0.75 (sd 0.1) of its margin", FALSE,
                     same),
+            *harder_in_distribution(("P1",)),
             *parity(("P2",), "at chance beyond the training lengths", FALSE, lambda k, rng: 0.0),
             *parity(("P1", "P2", "P3"), "measured at K_train = 3: k_test = K keeps 0.61 (sd 0.28), each sparser "
                     "k_test 0.15 more", TRUE, measured)]
@@ -237,6 +238,7 @@ def t_claims() -> list[Scenario]:
             *theory(("T1", "T2"), "every law at chance beyond L", FALSE, lambda d, r: 0.5 if r > 1 else 0.98,
                     loss=lambda d, r: 0.05 if r == 1 else np.log(2)),
             *theory(("T2",), "the loss grows like (Lbar/L)^4", FALSE, lambda d, r: 0.98, loss=lambda d, r: 1e-4 * r**4),
+            *shared_sample_factor(),
             *theory(("T1", "T2"), "the paper's: coupled and local generalize, non-local at chance", TRUE, paper_like)]
 
 
