@@ -139,11 +139,12 @@ def l2() -> list[Scenario]:
 PARITY_K = 4  # the paper's smallest K_train; k_test 1-4 and 6 evaluated
 
 
-def parity(claims: tuple, name: str, truth: str, longest_kept) -> list[Scenario]:
+def parity(claims: tuple, name: str, truth: str, longest_kept, fits=lambda k: FITS) -> list[Scenario]:
     """Sparse parity at K_train = 4 on the config's evaluated lengths, seeds and samples: every
-    k_test <= 4 fits (0.99 on the training lengths); beyond them a run keeps a share of its
-    margin above chance that falls linearly in log length to ``longest_kept(k, rng)`` at the
-    longest length (drawn per run); k_test 6 > K_train at chance."""
+    k_test <= 4 fits (``fits(k)`` on the training lengths, 0.99 unless the scenario makes a
+    denser k_test harder in distribution); beyond them a run keeps a share of its margin above
+    chance that falls linearly in log length to ``longest_kept(k, rng)`` at the longest length
+    (drawn per run); k_test 6 > K_train at chance."""
     def draw(sizes: Sizes, rng: np.random.Generator):
         section = sizes.sections["parity"]
         lo, hi = section["train"]["lengths"]
@@ -155,17 +156,29 @@ def parity(claims: tuple, name: str, truth: str, longest_kept) -> list[Scenario]
             if k > K:
                 return 0.5
             if length <= hi:
-                return FITS
+                return fits(k)
             if (k, seed) not in kept:
                 kept[k, seed] = longest_kept(k, rng)
             share = 1 - (1 - kept[k, seed]) * np.log(length / hi) / span
-            return 0.5 + (FITS - 0.5) * share
+            return 0.5 + (fits(k) - 0.5) * share
 
         runs = parity_runs(acc, seeds=tuple(range(sizes.parity_seeds)), n=sizes.parity_n, lengths=lengths,
                            K_train=(PARITY_K,), sd=0, rng=rng)
         return {"parity": {"evals": runs}}, {"parity": parity_claims.facts(section)}
 
     return [Scenario(c, name, truth, draw) for c in claims]
+
+
+# A denser k_test harder on the training lengths only: what raw accuracy at the longest length
+# ranks at every length, and no length generalization at all.
+HARDER_IN_DISTRIBUTION = {1: 0.995, 2: 0.98, 3: 0.96, 4: 0.94}
+
+
+def harder_in_distribution(claims: tuple) -> list[Scenario]:
+    """k_test 1-4 learned to HARDER_IN_DISTRIBUTION on the training lengths and flat in length:
+    every run keeps all of its margin at every length."""
+    return parity(claims, "harder in distribution, flat in length: k_test 1-4 at 0.995 / 0.98 / 0.96 / 0.94 at "
+                  "every length", FALSE, lambda k, rng: 1.0, fits=HARDER_IN_DISTRIBUTION.get)
 
 
 # Measured at K_train = 3 (configs/README.md, "Seed power"): the retained margin at the longest
@@ -178,6 +191,7 @@ def p_claims() -> list[Scenario]:
     measured = lambda k, rng: min(1.0, MEASURED_KEPT + SPARSER_KEEP * (PARITY_K - k) + rng.normal(0, MEASURED_SD))  # noqa: E731
     return [*parity(("P1", "P3"), "no effect of sparsity: every k_test keeps 0.75 (sd 0.1) of its margin", FALSE,
                     same),
+            *harder_in_distribution(("P1",)),
             *parity(("P2",), "at chance beyond the training lengths", FALSE, lambda k, rng: 0.0),
             *parity(("P1", "P2", "P3"), "measured at K_train = 3: k_test = K keeps 0.61 (sd 0.28), each sparser "
                     "k_test 0.15 more", TRUE, measured)]
@@ -186,19 +200,33 @@ def p_claims() -> list[Scenario]:
 # ----------------------------------------------------------------------------- theory
 
 
-def theory(claims: tuple, name: str, truth: str, acc, loss=lambda d, r: 1e-3 * r) -> list[Scenario]:
+def theory(claims: tuple, name: str, truth: str, acc, loss=lambda d, r: 1e-3 * r,
+           shared: float = 0.0) -> list[Scenario]:
     """The idealized model, and the GPT where the config runs it at k >= 2 (T1 is decided on it),
     at k = 2 on the config's ratios, seeds and samples: ``acc(law, ratio)`` and ``loss(law, ratio)``
-    per run (the loss jittered by a factor exp(N(0, 0.1)))."""
+    per run (the loss jittered by a factor exp(N(0, 0.1)) per run, and by exp(N(0, ``shared``))
+    per ratio for every run at once: the one sample set they are all scored on)."""
     def draw(sizes: Sizes, rng: np.random.Generator):
         section = sizes.sections["theory"]
         models = ("sfa", "gpt") if max(section["gpt"]["k"], default=0) >= 2 else ("sfa",)
         runs = theory_runs(acc, loss, seeds=tuple(range(sizes.theory_seeds)), n=sizes.theory_n,
                            ratios=tuple(section["eval"]["ratios"]), length=section["train"]["lengths"][0], rng=rng,
-                           models=models)
+                           models=models, shared=shared)
         return {"theory": {"evals": runs}}, {"theory": {"floor": section["floor"]}}
 
     return [Scenario(c, name, truth, draw) for c in claims]
+
+
+SHARED_SD, JUST_ABOVE = 0.3, 2.1  # a shared sample set's factor on every run's loss; an exponent just above T2's 2
+
+
+def shared_sample_factor() -> list[Scenario]:
+    """The loss grows like (Lbar/L)^JUST_ABOVE, with every run of a (law, k) scored on one sample
+    set per ratio whose draw moves all their losses by one factor, exp(N(0, SHARED_SD)): the
+    runs agree on an exponent the draw has moved, which their spread cannot show."""
+    return theory(("T2",), f"shared per-ratio sample factor (sd {SHARED_SD:g} on the log loss), exponent just above "
+                  f"2: {JUST_ABOVE:g}", FALSE, lambda d, r: 0.98, loss=lambda d, r: 1e-3 * r**JUST_ABOVE,
+                  shared=SHARED_SD)
 
 
 def t_claims() -> list[Scenario]:
@@ -210,6 +238,7 @@ def t_claims() -> list[Scenario]:
             *theory(("T1", "T2"), "every law at chance beyond L", FALSE, lambda d, r: 0.5 if r > 1 else 0.98,
                     loss=lambda d, r: 0.05 if r == 1 else np.log(2)),
             *theory(("T2",), "the loss grows like (Lbar/L)^4", FALSE, lambda d, r: 0.98, loss=lambda d, r: 1e-4 * r**4),
+            *shared_sample_factor(),
             *theory(("T1", "T2"), "the paper's: coupled and local generalize, non-local at chance", TRUE, paper_like)]
 
 

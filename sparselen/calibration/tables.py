@@ -96,20 +96,26 @@ def ppc_runs(acc, tasks=("parity_scratchpad", "copy_repeat"), schemes=("nope", "
 
 
 def theory_runs(acc, loss=lambda dist, ratio: 1e-3 * ratio, ks=(2,), seeds=SEEDS, sd=0.1, n=256,
-                ratios=(1, 2, 4, 8), length=12, rng=None, models=("sfa",)):
+                ratios=(1, 2, 4, 8), length=12, rng=None, models=("sfa",), shared=0.0):
     """``acc(dist, ratio)`` and ``loss(dist, ratio)`` per run of each of ``models`` (``sfa``, the
     idealized model; ``gpt``, on which T1 is decided), the loss jittered by a factor
-    exp(N(0, sd)) per run and ratio."""
+    exp(N(0, sd)) per run and ratio, and by exp(N(0, ``shared``)) per (law, k, ratio) for every
+    run and model at once: the draw of the one sample set they are all scored on. Each row's
+    ``log_loss_sd``, the spread of its per-sample losses, is the one that gives its mean that
+    shared noise: sd(log mean) = sd / (sqrt(n) mean)."""
     rows = []
+    common = {key: _deviation(shared, rng, "shared", *key) for key in
+              itertools.product(ks, ("local", "nonlocal", "coupled"), ratios)}
     for model, k in itertools.product(models, ks):
         for dist in ("local", "nonlocal", "coupled"):
             for seed in seeds:
                 for ratio in ratios:
                     _, a = counts(acc(dist, ratio) + _deviation(sd / 10, rng, "acc", k, dist, seed, ratio), n, rng)
-                    rows.append({"ratio": ratio, "length": length * ratio, "n": n,
-                                 "log_loss": loss(dist, ratio) * np.exp(_deviation(sd, rng, k, dist, seed, ratio)),
-                                 "error": 1 - a, "model": model, "distribution": dist, "k": k, "seed": seed,
-                                 "n_values": 2})
+                    own = _deviation(sd, rng, k, dist, seed, ratio)
+                    mean = loss(dist, ratio) * np.exp(own + common[k, dist, ratio])
+                    rows.append({"ratio": ratio, "length": length * ratio, "n": n, "log_loss": mean,
+                                 "log_loss_sd": shared * np.sqrt(n) * mean, "error": 1 - a, "model": model,
+                                 "distribution": dist, "k": k, "seed": seed, "n_values": 2})
     return pd.DataFrame(rows)
 
 

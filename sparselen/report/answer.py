@@ -56,7 +56,7 @@ def _thresholds() -> dict:
 # Per claim: (how its value is written, what the value is: a phrase with {v} = the value and
 # {t} = the criterion's threshold, what it means: {t}, or {tp} = the threshold in points).
 MEASURES: dict[str, tuple[Callable[[float], str], str, str]] = {
-    "P1": (_signed, "accuracy at the longest length against k_test has Spearman's rho {v}",
+    "P1": (_signed, "the margin above chance kept at the longest length against k_test has Spearman's rho {v}",
            "below 0, the sparser the task, the better it generalizes"),
     "P2": (_share, "{v} of the accuracy margin above chance at k_test = K_train is kept at the longest length",
            "the claim needs more than {t:.0%}"),

@@ -81,14 +81,17 @@ def parity_cells(data: dict, s: Settings, group: str):
 
 
 def parity_rank_line(data: dict, s: Settings, group: str) -> str | None:
-    """P1: mean accuracy of the fitted seeds per k_test at the longest length."""
+    """P1: the margin above chance each k_test keeps at the longest length (``retained_margin``,
+    mean of the fitted seeds): what P1 ranks."""
+    from sparselen.parity.claims import retained_margin
+
     found = parity_cells(data, s, group)
     if found is None:
         return None
     K, cells, longest, ratio = found
-    per_k = cells.groupby("k_test")[longest].agg(["mean", "size"])
-    values = ", ".join(f"k={k} {m:.0%}" for k, m in per_k["mean"].items())
-    return f"K_train={K} at 2l = {longest:g} ({ratio:.3g}x the longest trained), accuracy {values}"
+    kept = cells.assign(kept=retained_margin(cells[longest], cells["in"])).groupby("k_test")["kept"].mean()
+    values = ", ".join(f"k={k} {m:.0%}" for k, m in kept.items())
+    return f"K_train={K} at 2l = {longest:g} ({ratio:.3g}x the longest trained), margin kept {values}"
 
 
 def parity_kept_line(data: dict, s: Settings, group: str) -> str | None:

@@ -72,7 +72,8 @@ def _difference_floor(a: float, b: float):
 PARITY_K3 = "parity K_train = 3, 6 seeds of 8,000 steps (configs/README.md, \"Seed power\")"
 POINTER_COPY = "pointer_copy, 16 seeds (configs/README.md, \"Seed power\"), the paper's effect ppc = coupled"
 SPREADS = {
-    "P1": Spread("P1", "rho of accuracy against k_test", -0.64, 0.80, 0.0, False, PARITY_K3),
+    "P1": Spread("P1", "rho of the kept margin against k_test (measured on the rank of accuracy)", -0.64, 0.80, 0.0,
+                 False, PARITY_K3),
     "P2": Spread("P2", "retained margin at k_test = K_train", 0.61, 0.28, 0.5, True, PARITY_K3,
                  floor=_retained_floor(0.61)),
     "P3": Spread("P3", "rho of the fall rate against k_test", 0.56, 0.79, 0.0, True, PARITY_K3),

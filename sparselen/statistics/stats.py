@@ -127,15 +127,29 @@ def within(point: float, half: float, bounds) -> tuple[float, float, float]:
     return point, lo, hi
 
 
-def t_interval(values, level: float = 0.95, noise=None, bounds=None) -> tuple[float, float, float]:
+def t_interval(values, level: float = 0.95, noise=None, bounds=None, shared=None) -> tuple[float, float, float]:
     """(mean, low, high) of ``values``; low/high are NaN for fewer than two values. ``noise``:
     each value's evaluation-noise variance, the floor of the interval (``binomial_noise``,
-    ``_half_width``); ``bounds``: the statistic's range (``ACCURACY``, ...), the interval cut to it."""
+    ``_half_width``); ``shared``: each value's variance from a term every value shares (``added``);
+    ``bounds``: the statistic's range (``ACCURACY``, ...), the interval cut to it."""
     v = np.asarray(values, dtype=float)
     mean = float(v.mean())
     if len(v) < 2:
         return mean, float("nan"), float("nan")
-    return within(mean, _half_width([(v, noise)], level), bounds)
+    half = _half_width([(v, noise)], level)
+    return within(mean, half if shared is None else added(half, shared, level), bounds)
+
+
+def added(half: float, shared, level: float = 0.95) -> float:
+    """A half-width widened by a term every value shares (e.g. the draw of the one sample set
+    every run is scored on), ``shared`` each value's variance from it (their mean is taken: at
+    least the variance the term gives the values' mean, however correlated they are). The values'
+    spread cannot show a term they all share, so its variance adds to theirs: the two
+    half-widths are added in quadrature, each with its quantile (Student's for the spread, which
+    the seeds estimate; the normal for the shared term, whose variance is measured apart)."""
+    from scipy.stats import norm
+
+    return float(np.hypot(half, norm.ppf(0.5 + level / 2) * np.sqrt(float(np.mean(shared)))))
 
 
 def welch_interval(a, b, level: float = 0.95, noise_a=None, noise_b=None,

@@ -4,7 +4,9 @@ is decided on the GPT's runs (on the idealized model it holds by construction).
 
 Each test works per (model, k) on the runs that fit at Lbar = L, with one value per training
 seed: a Student-t interval over seeds for one law, Welch's t interval to compare two laws,
-accuracies floored at their evaluation noise (``sparselen.statistics.stats.binomial_noise``)."""
+accuracies floored at their evaluation noise (``sparselen.statistics.stats.binomial_noise``),
+the growth exponent's interval widened by the noise of the sample sets every run shares
+(``exponent_noise``)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ RETAINED = 0.5  # T2: more than half of the accuracy above chance at Lbar = L ke
 NONINFERIORITY = round(1 - FIT, 10)  # T1: coupled as good as local within the shortfall the fit gate accepts
 DECIDES_T1 = "gpt"  # the model whose runs decide T1; the idealized model's are an implementation check
 IMPLEMENTATION_CHECK = "implementation check: holds by construction"
+NO_SPREAD = "rerun the theory evaluation (it writes each ratio's per-sample spread of the log loss, log_loss_sd)"
 BY_CONSTRUCTION = ("the idealized model attends to tuples within a window of the position ids it is given, and in "
                    "coupled ids the coupled law is the local one, so coupling cannot fail it")
 
@@ -38,11 +41,13 @@ def facts(section: dict) -> dict:
 
 def per_run(runs: pd.DataFrame, s: Settings) -> pd.DataFrame:
     """Per (model, distribution, k, seed): whether it fits (1 - error >= FIT at Lbar = L), its
-    accuracy, the samples it was measured on and log loss (floored) at every Lbar/L (columns
-    ``("acc", ratio)``, ``("n", ratio)``, ``("loss", ratio)``) and chance accuracy 1/q."""
+    accuracy, the samples it was measured on, log loss (floored) and the spread of its per-sample
+    values at every Lbar/L (columns ``("acc", ratio)``, ``("n", ratio)``, ``("loss", ratio)``,
+    ``("loss_sd", ratio)``: none where the evaluation did not write it) and chance accuracy 1/q."""
     key = ["model", "distribution", "k", "seed"]
-    wide = runs.assign(acc=1 - runs["error"], loss=np.maximum(runs["log_loss"], s.facts["floor"])).pivot_table(
-        index=key, columns="ratio", values=["acc", "loss", "n"], aggfunc="mean")
+    wide = runs.assign(acc=1 - runs["error"], loss=np.maximum(runs["log_loss"], s.facts["floor"]),
+                       loss_sd=runs.get("log_loss_sd", np.nan)).pivot_table(
+        index=key, columns="ratio", values=["acc", "loss", "n", "loss_sd"], aggfunc="mean")
     wide.columns = list(wide.columns)  # (kind, ratio) tuples, beside the flat columns below
     return wide.assign(fit=wide[("acc", 1)] >= FIT, chance=1 / runs.groupby(key)["n_values"].first()).reset_index()
 
@@ -145,14 +150,35 @@ def _coupled_versus_local(g: pd.DataFrame, local: pd.DataFrame, gate: Result | N
     return _versus_local(g, "coupled", local, None, name, rmax, control)
 
 
+def _centred_log_ratios(runs: pd.DataFrame) -> tuple[list, np.ndarray]:
+    ratios = evaluated_ratios(runs, "loss")
+    x = np.log(np.asarray(ratios, dtype=float))
+    return ratios, x - x.mean()
+
+
 def growth_exponents(runs: pd.DataFrame) -> pd.Series:
     """Per run, the exponent b of its loss's growth, loss ~ (Lbar/L)^b: the least-squares slope
     of log loss on log(Lbar/L) over every evaluated Lbar/L."""
-    ratios = evaluated_ratios(runs, "loss")
-    x = np.log(np.asarray(ratios, dtype=float))
+    ratios, x = _centred_log_ratios(runs)
     y = np.log(runs[[("loss", r) for r in ratios]].to_numpy(float))
-    x = x - x.mean()
     return pd.Series((y - y.mean(axis=1, keepdims=True)) @ x / (x @ x), index=runs.index)
+
+
+def exponent_noise(runs: pd.DataFrame) -> pd.Series:
+    """Per run, the variance its exponent (``growth_exponents``) gets from the draw of the sample
+    sets it was scored on: every run of a (law, k) is scored on one set per Lbar/L, so that
+    draw is common to the runs and their spread cannot show it. At each ratio the log of a mean
+    of n per-sample losses with standard deviation sd has variance sd^2 / (n loss^2) (first
+    order; the loss as floored: below the floor a change of the mean moves the floored log by at
+    most that change over the floor); the ratios' sets are drawn apart, so the slope's variance is
+    sum_r x_r^2 var_r / (sum_r x_r^2)^2, x the centred log ratios. Taken whole as shared (the
+    part of it that differs between runs is also in their spread): at least what the draw gives
+    the runs' mean exponent. NaN where the evaluation wrote no per-sample spread."""
+    ratios, x = _centred_log_ratios(runs)
+    if not all(("loss_sd", r) in runs.columns for r in ratios):
+        return pd.Series(np.nan, index=runs.index)
+    sd, n, loss = (runs[[(kind, r) for r in ratios]].to_numpy(float) for kind in ("loss_sd", "n", "loss"))
+    return pd.Series((sd**2 / (n * loss**2)) @ x**2 / (x @ x) ** 2, index=runs.index)
 
 
 def theory_local(data: dict, s: Settings) -> list[Result]:
@@ -174,34 +200,46 @@ def theory_local(data: dict, s: Settings) -> list[Result]:
         k_mean, k_lo, k_hi = kept_interval(runs, rmax)
         margin = decide(k_lo, k_hi, RETAINED)
         at_floor = runs[("loss", 1)] <= floor
-        measured, notes = runs[~at_floor], []
-        if len(measured) >= MIN_FITTED_RUNS:
-            value, lo, hi = t_interval(growth_exponents(measured))
-            bound = decide(lo, hi, GROWTH_EXPONENT, above=False)
-            notes.append(f"growth exponent of the log loss {value:.2f} [{lo:.2f}, {hi:.2f}] (loss ~ (Lbar/L)^b fitted "
-                         f"per run, mean over {len(measured)} runs; needs < {GROWTH_EXPONENT:g})")
-            loose = int((rmax**GROWTH_EXPONENT * measured[("loss", 1)] >= -np.log(measured["chance"])).sum())
-            if loose:
-                notes.append(f"on {loose} of them (Lbar/L)^{GROWTH_EXPONENT:g} x the loss at L exceeds a chance-level "
-                             f"loss at Lbar/L = {rmax:g}, so a model at chance there grows slower: only the accuracy "
-                             "condition can fail them")
-        else:
-            value = lo = hi = float("nan")
-            bound = INCONCLUSIVE
-            notes.append(f"the growth not tested: {len(measured)} runs with a loss at L above the floor (needs "
-                         f"{MIN_FITTED_RUNS})")
+        measured = runs[~at_floor]
+        value, lo, hi, bound, notes = _growth(measured, rmax)
         if at_floor.any():
             notes.append(f"{int(at_floor.sum())} of {len(runs)} runs at the floor (loss at L <= {floor:g}, not "
                          "resolved): no exponent")
         notes.append(f"accuracy margin kept at Lbar/L = {rmax:g}: {k_mean:.2f} [{k_lo:.2f}, {k_hi:.2f}] (needs > "
                      f"{RETAINED})")
         verdict, note = both(bound, margin), "; ".join(notes)
-        if len(measured) < MIN_FITTED_RUNS and verdict != FAILS:
-            out.append(gate_result(name, note, "losses at L above theory.floor (a lower floor, where the evaluation "
-                                               "resolves them)"))
+        if not np.isfinite(value) and verdict != FAILS:
+            out.append(gate_result(name, note, NO_SPREAD if len(measured) >= MIN_FITTED_RUNS else
+                                   "losses at L above theory.floor (a lower floor, where the evaluation resolves them)"))
             continue
         out.append(verdict_result(name, value, lo, hi, verdict, note))
     return out or [gate_result("-", "no run on the local law", "add local to theory.distributions")]
+
+
+def _growth(measured: pd.DataFrame, rmax) -> tuple[float, float, float, str, list]:
+    """T2's growth on the runs above the floor: (exponent, low, high, verdict, notes). The t
+    interval of the runs' exponents, widened by what the draw of the sample sets they all share
+    gives them (``exponent_noise``); not tested with fewer than MIN_FITTED_RUNS runs or without
+    the per-sample spread of the loss."""
+    nan = float("nan")
+    if len(measured) < MIN_FITTED_RUNS:
+        return nan, nan, nan, INCONCLUSIVE, [f"the growth not tested: {len(measured)} runs with a loss at L above the "
+                                             f"floor (needs {MIN_FITTED_RUNS})"]
+    shared = exponent_noise(measured)
+    if not np.isfinite(shared).all():
+        return nan, nan, nan, INCONCLUSIVE, ["the growth not tested: the evaluation wrote no per-sample spread of the "
+                                             "log loss (log_loss_sd), so the noise of the samples every run shares "
+                                             "cannot be carried"]
+    value, lo, hi = t_interval(growth_exponents(measured), shared=shared)
+    notes = [f"growth exponent of the log loss {value:.2f} [{lo:.2f}, {hi:.2f}] (loss ~ (Lbar/L)^b fitted per run, mean "
+             f"over {len(measured)} runs, the interval widened by the noise of the samples they share, sd "
+             f"{np.sqrt(shared.mean()):.2f}; needs < {GROWTH_EXPONENT:g})"]
+    loose = int((rmax**GROWTH_EXPONENT * measured[("loss", 1)] >= -np.log(measured["chance"])).sum())
+    if loose:
+        notes.append(f"on {loose} of them (Lbar/L)^{GROWTH_EXPONENT:g} x the loss at L exceeds a chance-level loss at "
+                     f"Lbar/L = {rmax:g}, so a model at chance there grows slower: only the accuracy condition can fail "
+                     "them")
+    return value, lo, hi, decide(lo, hi, GROWTH_EXPONENT, above=False), notes
 
 
 def _t1_design(section: dict) -> str:
@@ -260,7 +298,9 @@ CLAIMS = (
           "we can decrease our overall error bound from O(eta_L eta_Lbar L Lbar^2 delta) to O((Lbar/L)^2 delta)",
           f"For every (model, k) on the local law with fitted runs: the exponent b of the log loss's growth, loss ~ "
           f"(Lbar/L)^b (least squares of log loss on log(Lbar/L) per run, over every evaluated Lbar/L), has a t "
-          f"interval over runs with its upper end < {GROWTH_EXPONENT:g}, on the runs whose loss at L is above the "
+          f"interval over runs, widened by the variance the draw of the sample sets every run shares gives the "
+          f"exponent (from each ratio's per-sample spread of the log loss), with its upper end < {GROWTH_EXPONENT:g}, "
+          f"on the runs whose loss at L is above the "
           f"floor ({{floor}}; runs at the floor are counted, not given an exponent), and the accuracy margin above chance "
           f"kept at the largest Lbar, (acc - 1/q) / (acc_L - 1/q), has its low end > {RETAINED}.",
           theory_local, "theory", _t2_design, power=_power("T2")),

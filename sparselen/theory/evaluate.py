@@ -1,5 +1,6 @@
 """Evaluation of a trained theory model at Lbar = ratio * L: log loss of the label (the risk
-the paper's bound controls) and 0-1 error, on samples shared by every model."""
+the paper's bound controls), the spread of its per-sample values, and 0-1 error, on samples
+shared by every model."""
 
 from __future__ import annotations
 
@@ -36,16 +37,21 @@ def gpt_predict(model, pc: PlantedConfig, coupled: bool):
 
 @torch.no_grad()
 def evaluate(predict, pc: PlantedConfig, lengths: dict, n: int, eval_seed: int, batch_size: int) -> pd.DataFrame:
-    """Log loss and 0-1 error at each {ratio: length}, on samples shared by every model
-    (drawn from ``eval_seed``, the law and the length only)."""
+    """Log loss, the standard deviation of its per-sample values (``log_loss_sd``) and 0-1 error
+    at each {ratio: length}, on samples shared by every model (drawn from ``eval_seed``, the law
+    and the length only). Every run's mean loss at a ratio carries the draw of that one sample
+    set, which no number of runs averages away; the per-sample spread is what measures it (T2's
+    interval carries it: ``sparselen.theory.claims.exponent_noise``)."""
     rows = []
     for ratio, length in lengths.items():
         s = sample(pc, length, n, generator("theory-eval", eval_seed, pc.positions, pc.k, length))
-        nll, wrong = 0.0, 0
+        losses, wrong = [], 0
         for i in range(0, n, batch_size):
             logits = predict(s.tokens[i:i + batch_size], s.position_ids)
             y = s.label[i:i + batch_size]
-            nll += float(F.cross_entropy(logits, y, reduction="sum"))
+            losses.append(F.cross_entropy(logits, y, reduction="none").double())
             wrong += int((logits.argmax(-1) != y).sum())
-        rows.append({"ratio": ratio, "length": length, "n": n, "log_loss": nll / n, "error": wrong / n})
+        nll = torch.cat(losses)
+        rows.append({"ratio": ratio, "length": length, "n": n, "log_loss": float(nll.mean()),
+                     "log_loss_sd": float(nll.std()) if n > 1 else 0.0, "error": wrong / n})
     return pd.DataFrame(rows)

@@ -160,8 +160,9 @@ def test_a_claim_this_config_cannot_decide_says_so_and_which_config_can(tmp_path
     assert p1["verdict"] == "inconclusive" and p1["state"] == "not decidable on this config"
     # what was measured stays on the line, after what the design lacks
     assert p1["answer"].startswith("2 seeds per group (a stable verdict needs 4): run configs/paper.yaml; measured: "
-                                   "accuracy at the longest length against k_test has Spearman's rho -1.00")
-    assert p1["brief"].startswith("2 seeds per group (a stable verdict needs 4); measured: accuracy at the longest")
+                                   "the margin above chance kept at the longest length against k_test has Spearman's "
+                                   "rho -1.00")
+    assert p1["brief"].startswith("2 seeds per group (a stable verdict needs 4); measured: the margin above chance")
     md, _ = rendered(tmp_path, table)
     details = md.split("### P1")[1].split("### ")[0]
     assert "Stability" not in details and "This config cannot decide it" in details
@@ -217,8 +218,8 @@ def test_decided_claims_give_their_absolute_numbers_and_where_and_the_fitted_run
                         r"6/6/6 runs fit\)", t1["brief"]), t1["brief"]
     assert all(len(b) <= BRIEF for b in t.loc[t["group"] == "all", "brief"])
     parity = check({"parity": parity_runs(sparse_wins, lengths=(20, 50, 200))})
-    assert re.fullmatch(r"K_train=4 at 2l = 200 \(10x the longest trained\), accuracy k=1 9\d%, k=2 8\d%, k=3 7\d%, "
-                        r"k=4 7\d%", head(parity, "P1")["brief"]), head(parity, "P1")["brief"]
+    assert re.fullmatch(r"K_train=4 at 2l = 200 \(10x the longest trained\), margin kept k=1 8\d%, k=2 7\d%, "
+                        r"k=3 5\d%, k=4 4\d%", head(parity, "P1")["brief"]), head(parity, "P1")["brief"]
     assert re.fullmatch(r"k_test = K_train = 4: 9\d% on training lengths, 7\d% at 2l = 200, 10x the longest; 6 seeds "
                         r"fit", head(parity, "P2")["brief"]), head(parity, "P2")["brief"]
     falls = check({"parity": parity_runs(sparse_wins, lengths=(20, 50, 100, 200))})

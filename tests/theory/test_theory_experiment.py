@@ -139,6 +139,7 @@ def test_runs_table_and_figure_end_to_end(tmp_path):
         summary = json.loads((d / "train_summary.json").read_text())
         assert (summary["distribution"], summary["k"], summary["seed"]) == ("coupled", k, 0) and summary["config_hash"]
         assert np.isfinite(df["log_loss"]).all() and df["error"].between(0, 1).all()
+        assert (df["log_loss_sd"] >= 0).all()  # the shared samples' noise T2 carries
         assert model == "gpt" or (d / "checkpoint.pt").exists()  # a rerun after a kill resumes; onsuccess cleans it
         evals.append(d / "eval.csv")
     run(Job.of("theory_table", input={"evals": evals}, params={"floor": 1e-6},
