@@ -169,7 +169,10 @@ def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: i
                    f"{p.call_layer_s * 1e6:.3g} us per layer; per job {p.job_s:.3g} s start-up + "
                    f"{p.units.get('model_job', 0):.3g} s for a model"
                    + (f", + {p.compile_s:.3g} s where torch.compile applies (training; evaluation runs eager)"
-                      if p.compile_s else "") + f" ({p.source})")
+                      if p.compile_s else "")
+                   + (f"; each thread of a job beyond its first adds {p.thread_efficiency:g} of a thread's speed (an "
+                      f"assumption beyond 2 threads; theory.sfa_threads)" if p.device == "cpu" else "")
+                   + f" ({p.source})")
     if local:
         return out
     pk = config.get("packing", {})

@@ -136,11 +136,19 @@ STACK_RUNS_PER_RUNTIME = 8
 
 
 def job_resources(
-    runtime=None, mem_mb=None, gpu=True, processes=1, nodes=1, packed=False, runs=1
+    runtime=None,
+    mem_mb=None,
+    gpu=True,
+    processes=1,
+    nodes=1,
+    packed=False,
+    runs=1,
+    threads=None,
 ):
     """Resources of a training/evaluation job: wall time in minutes (config resources.runtime
     unless given) times the attempt, so a retry after a time-out asks for more; memory; one CPU
-    per torch thread; and `gpu` only when config gpus_per_job > 0 (and `gpu`), so the same
+    per torch thread (config threads unless the rule's own `threads` are given); and `gpu` only
+    when config gpus_per_job > 0 (and `gpu`), so the same
     rules run on CPU-only partitions. `processes`: a job training one model in several
     data-parallel processes (language.parallel) asks for that many times of each, per node.
     `nodes` > 1: SLURM gives the job that many nodes, one task each, GPUs per node; `mpi` makes
@@ -157,7 +165,7 @@ def job_resources(
     res = {
         "runtime": lambda wildcards, attempt: minutes * attempt,
         "mem_mb": (mem_mb or config["resources"]["mem_mb"]) * processes,
-        "cpus_per_task": THREADS * processes,
+        "cpus_per_task": (threads or THREADS) * processes,
     }
     gpus = config["gpus_per_job"] * processes if gpu else 0
     if gpus and JOBS_PER_GPU > 1:
