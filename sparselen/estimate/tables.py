@@ -16,7 +16,7 @@ from sparselen.estimate import stack_size, stacks
 from sparselen.estimate.display import hm
 from sparselen.estimate.plan import Job
 from sparselen.estimate.profiles import USABLE, Profile, seconds
-from sparselen.estimate.timeline import PACKED_GROUP, SLURM_PACKED_AT_ONCE, campaign_clock, submission_seconds
+from sparselen.estimate.timeline import PACKED_GROUP, SLURM_GROUP_AT_ONCE, campaign_clock, submission_seconds
 from sparselen.interface.job import per_run_rule
 from sparselen.jobs.slices import runtime_keys
 from sparselen.nn.memory import GiB
@@ -112,15 +112,17 @@ def runtime_key(config: dict, runtime_min: float, rule: str = "") -> str:
 def submissions(df, retries: int = 2, jobs_per_gpu: int = 1, checkpoint_minutes: float = 0.0) -> "pd.DataFrame":
     """Per SLURM submission (a model's group, a group of packed model groups sharing one GPU,
     the SFA runs' group, the data jobs' group, an ungrouped job): predicted wall time
-    (``submission_seconds``), its limit, attempts needed and whether they resume from
-    checkpoints; ``gpu_hours``: its wall time times the GPUs it holds (one for packed model
-    groups); ``runs``: the model groups in it."""
+    (``submission_seconds``: its jobs one at a time, as the executor plugin runs them), its
+    limit (Snakemake's, which sums a group's levels but takes a level's longest job, as if its
+    jobs ran side by side), attempts needed and whether they resume from checkpoints;
+    ``gpu_hours``: its wall time times the GPUs it holds (one for packed model groups); ``runs``:
+    the model groups in it."""
     import pandas as pd
 
     rows = []
     for sub, g in df.groupby("submission", sort=False):
         packed = bool((g["group"] == PACKED_GROUP).any())
-        need, train = submission_seconds(g, SLURM_PACKED_AT_ONCE if packed else None)
+        need, train = submission_seconds(g, shared_gpu=packed)
         limit = 60 * g["limit_min"].iloc[0]
         steps, every = int(g["steps"].max()), int(g["checkpoint_every"].max() or 0)
         a = attempts_needed(need, train, steps, every, limit, float(g["restart_s"].max()), retries,
@@ -300,7 +302,7 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     out(markdown(by_rule))
     if not local:
         out(f"\nSubmissions and GPU-hours, without and with packing ({n} model group(s) per GPU; a SLURM submission "
-        f"runs its {n} one after another, {SLURM_PACKED_AT_ONCE} at a time (the executor plugin's group jobs): packing "
+            f"runs its {n} one after another, {SLURM_GROUP_AT_ONCE} at a time (the executor plugin's group jobs): packing "
             f"saves submissions and queue waits there, GPU-hours only where they run side by side, as locally):\n")
         out(markdown(packing))
     total = {d: g["device_seconds"].sum() / 3600 for d, g in df.groupby("device")}
