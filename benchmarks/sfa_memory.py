@@ -80,7 +80,7 @@ def main() -> None:
     measured, predicted = [], []
     for rows in args.rows:
         measured.append(measure(args.config, args.distribution, args.k, rows))
-        predicted.append(BASE_MB + pass_bytes(args.k, s["d_embed"], s["d_head"], N, n + 1, rows, False) / 1e6)
+        predicted.append(BASE_MB + pass_bytes(args.k, s["d_head"], N, rows, False) / 1e6)
         print(f"| {rows} | {N} | {n + 1} | {measured[-1]:.0f} | {predicted[-1]:.0f} |", flush=True)
     (a, b), (pa, pb) = args.rows, predicted
     print(f"\nper row: measured {(measured[1] - measured[0]) / (b - a):.0f} MB, predicted {(pb - pa) / (b - a):.0f} MB")

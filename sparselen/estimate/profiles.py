@@ -33,6 +33,11 @@ USABLE = 0.9
 # Share of a named GPU's bf16 peak its large matrix products reach: the estimate's default (an
 # assumption, see ``gpu_profile``; ``sparselen estimate --utilization``).
 UTILIZATION = 0.4
+# What each CPU thread beyond a job's first adds to its speed, as a share of one thread: the
+# SFA's training step at paper.yaml's batch, 1.31x on 2 threads of the development machine
+# (benchmarks/sfa_step.py; docs/gpu.md, "The SFA runs: their step and threads"), taken to hold
+# for more threads (an assumption).
+THREAD_EFFICIENCY = 0.3
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ class Profile:
     units: dict = field(default_factory=dict)  # seconds per unit of non-model work (UNITS)
     source: str = ""
     memory_bytes: float = 0.0  # the device's memory (0: unknown, not checked)
+    thread_efficiency: float = THREAD_EFFICIENCY  # a CPU's speed-up per thread beyond the first (``speedup``)
 
     @property
     def usable_bytes(self) -> float:
@@ -63,6 +69,14 @@ class Profile:
     def rate(self, d_model: float) -> float:
         d = max(float(d_model), 1.0)
         return self.peak_flops * self.utilization * d / (d + self.width_half)
+
+    def speedup(self, threads: int) -> float:
+        """How many times faster a job's work runs on ``threads`` CPU threads than on the
+        profile's one: each thread beyond the first adds ``thread_efficiency`` of a thread (a
+        GPU: 1, its host threads do not do the work)."""
+        if self.device != "cpu":
+            return 1.0
+        return 1.0 + (max(int(threads), 1) - 1) * self.thread_efficiency
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -81,6 +95,12 @@ UNITS = {
     "read_char": 2.0e-8,  # reading and splitting the corpus, per character
     "sample": 2.0e-6,  # drawing one evaluation/training sample with a task sampler
     "claims_replicate": 5.0e-4,  # the claims job, per bootstrap replicate (every claim, stability included)
+    # the SFA's memory-bound passes over its (row x tuple x d_head) activations beyond their
+    # FLOPs, per activation float of a training step and of an evaluation pass: what the wall
+    # time of paper.yaml's nonlocal k = 4 step and pass on one thread implies beyond their FLOPs
+    # (benchmarks/sfa_step.py; docs/gpu.md, "The SFA runs: their step and threads")
+    "sfa_train_activation": 3.4e-8,
+    "sfa_activation": 1.35e-8,
 }
 
 
@@ -185,13 +205,14 @@ def resolve(gpu: str | None, utilization: float, cpu_profile: str | None, compil
     return gpu_profile(gpu, utilization, compile, cpu), cpu
 
 
-def step_seconds(term: Term, profile: Profile) -> float:
-    """One training step of ``term`` (all its runs, for a stack's): its FLOPs, the step's own
-    overhead and each pass's per-layer kernel launches; for a stack, its runs' batches drawn on
-    the host. A stack on a GPU draws them in a worker process while the device computes
-    (``sparselen.training.stacked.step_batches``), so its step takes the longer of the two; on a CPU it
-    draws each further run's batch after the first, and the times add up."""
-    device = (term.flops / term.calls / profile.rate(term.d_model) + profile.step_s
+def step_seconds(term: Term, profile: Profile, threads: int = 1) -> float:
+    """One training step of ``term`` (all its runs, for a stack's): its FLOPs (on ``threads`` CPU
+    threads: ``Profile.speedup``), the step's own overhead and each pass's per-layer kernel
+    launches; for a stack, its runs' batches drawn on the host. A stack on a GPU draws them in a
+    worker process while the device computes (``sparselen.training.stacked.step_batches``), so its
+    step takes the longer of the two; on a CPU it draws each further run's batch after the first,
+    and the times add up."""
+    device = (term.flops / term.calls / (profile.rate(term.d_model) * profile.speedup(threads)) + profile.step_s
               + term.passes * term.n_layer * profile.step_layer_s)
     if term.runs == 1:
         return device
@@ -205,21 +226,23 @@ def seconds(work: Work, profile: Profile) -> dict:
     (``work.resumable``: what its checkpoints keep, for the resubmission arithmetic);
     ``busy_seconds``, the part its device spends on its FLOPs (what jobs sharing a GPU add up:
     ``sparselen.estimate.tables``); ``restart_seconds``, what every attempt pays before any work
-    (start-up; a trained model's compilation)."""
+    (start-up; a trained model's compilation). Its FLOPs and units run on ``work.threads``
+    threads (``Profile.speedup``); the per-step and per-call overheads on one."""
     trains = any(t.kind == "train" for t in work.terms)
     restart = profile.job_s + (profile.compile_s if trains else 0.0)
+    speedup = profile.speedup(work.threads)
     total, train, busy = restart, 0.0, 0.0
     for t in work.terms:
-        flop_s = t.flops / profile.rate(t.d_model)
+        flop_s = t.flops / (profile.rate(t.d_model) * speedup)
         busy += flop_s
         if t.kind == "train":
-            s = t.calls * step_seconds(t, profile)
+            s = t.calls * step_seconds(t, profile, work.threads)
         else:
             s = flop_s + t.calls * (profile.call_s + t.n_layer * profile.call_layer_s) * (2 if t.kind == "grad" else 1)
         if t.kind in work.resumable:
             train += s
         total += s
-    units = dict(work.units)
+    units = {name: amount / speedup for name, amount in work.units.items()}
     if work.model_job:
         units["model_job"] = units.get("model_job", 0.0) + 1
     for name, amount in units.items():

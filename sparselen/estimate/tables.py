@@ -18,7 +18,7 @@ from sparselen.estimate.disk import FINISHED, TRAINING, disk_table
 from sparselen.estimate.display import hm
 from sparselen.estimate.plan import Job
 from sparselen.estimate.profiles import USABLE, Profile, seconds
-from sparselen.estimate.timeline import PACKED_GROUP, SLURM_PACKED_AT_ONCE, campaign_clock, submission_seconds
+from sparselen.estimate.timeline import PACKED_GROUP, SLURM_GROUP_AT_ONCE, campaign_clock, submission_seconds
 from sparselen.interface.job import per_run_rule
 from sparselen.jobs.slices import runtime_keys
 from sparselen.nn.memory import GiB
@@ -118,15 +118,17 @@ def submissions(df, retries: int = 2, jobs_per_gpu: int = 1, checkpoint_minutes:
                 cap_min: float = math.inf) -> "pd.DataFrame":
     """Per SLURM submission (a model's group, a group of packed model groups sharing one GPU,
     the SFA runs' group, the data jobs' group, an ungrouped job): predicted wall time
-    (``submission_seconds``), its limit (a later attempt's at most ``cap_min``), attempts needed and whether they resume from
-    checkpoints; ``gpu_hours``: its wall time times the GPUs it holds (one for packed model
-    groups); ``runs``: the model groups in it."""
+    (``submission_seconds``: its jobs one at a time, as the executor plugin runs them), its
+    limit (Snakemake's, which sums a group's levels but takes a level's longest job, as if its
+    jobs ran side by side; a later attempt's at most ``cap_min``), attempts needed and whether
+    they resume from checkpoints; ``gpu_hours``: its wall time times the GPUs it holds (one for
+    packed model groups); ``runs``: the model groups in it."""
     import pandas as pd
 
     rows = []
     for sub, g in df.groupby("submission", sort=False):
         packed = bool((g["group"] == PACKED_GROUP).any())
-        need, train = submission_seconds(g, SLURM_PACKED_AT_ONCE if packed else None)
+        need, train = submission_seconds(g, shared_gpu=packed)
         limit = 60 * g["limit_min"].iloc[0]
         steps, every = int(g["steps"].max()), int(g["checkpoint_every"].max() or 0)
         a = attempts_needed(need, train, steps, every, limit, float(g["restart_s"].max()), retries,
@@ -176,7 +178,10 @@ def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: i
                    f"{p.call_layer_s * 1e6:.3g} us per layer; per job {p.job_s:.3g} s start-up + "
                    f"{p.units.get('model_job', 0):.3g} s for a model"
                    + (f", + {p.compile_s:.3g} s where torch.compile applies (training; evaluation runs eager)"
-                      if p.compile_s else "") + f" ({p.source})")
+                      if p.compile_s else "")
+                   + (f"; each thread of a job beyond its first adds {p.thread_efficiency:g} of a thread's speed (an "
+                      f"assumption beyond 2 threads; theory.sfa_threads)" if p.device == "cpu" else "")
+                   + f" ({p.source})")
     if local:
         return out
     pk = config.get("packing", {})
@@ -313,7 +318,7 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     out(markdown(by_rule))
     if not local:
         out(f"\nSubmissions and GPU-hours, without and with packing ({n} model group(s) per GPU; a SLURM submission "
-        f"runs its {n} one after another, {SLURM_PACKED_AT_ONCE} at a time (the executor plugin's group jobs): packing "
+            f"runs its {n} one after another, {SLURM_GROUP_AT_ONCE} at a time (the executor plugin's group jobs): packing "
             f"saves submissions and queue waits there, GPU-hours only where they run side by side, as locally):\n")
         out(markdown(packing))
     total = {d: g["device_seconds"].sum() / 3600 for d, g in df.groupby("device")}

@@ -8,32 +8,30 @@ from __future__ import annotations
 from sparselen.estimate.schedule import Task, critical_chain, wall_clock
 
 PACKED_GROUP = "packed_model"  # the group of model jobs that share GPUs (workflow/rules/common.smk)
-# How many packed model groups a SLURM submission runs at once. The SLURM executor plugin starts
+# How many jobs of a level of one SLURM submission run at once. The SLURM executor plugin starts
 # a group job's members one after another (its jobstep runs the group with `--jobs 1`;
-# tests/workflow/test_slurm.py shows it and fails when they run side by side), so a packed
-# submission takes the sum of its model groups' times; locally (the local-gpus profile) they
-# run side by side, JOBS_PER_GPU at a time.
-SLURM_PACKED_AT_ONCE = 1
+# tests/workflow/test_slurm.py shows it for packed model groups and fails when they run side by
+# side), so every submission takes the sum of its jobs' times: a packed one its model groups',
+# the SFA runs' group its runs', the data group its jobs'. Locally (the local-gpus profile)
+# packed groups run side by side, JOBS_PER_GPU at a time.
+SLURM_GROUP_AT_ONCE = 1
 
 
-def submission_seconds(g, jobs_per_gpu: int | None) -> tuple[float, float]:
-    """(wall seconds, training seconds) of one submission's jobs ``g``: its levels in turn.
-    Unpacked, a level's jobs run side by side, each on its own devices: the longest. Packed
-    (``jobs_per_gpu``: how many share the GPU), as Snakemake stacks them: each level's jobs,
-    longest first, in layers of ``jobs_per_gpu`` run side by side, one layer after another; a
-    layer takes the longer of its longest job and the sum of its jobs' GPU-busy time (they
-    share the GPU's arithmetic; each has its own CPU thread for the rest), and its jobs'
-    training stretches by the same factor."""
+def submission_seconds(g, at_once: int | None = SLURM_GROUP_AT_ONCE, shared_gpu: bool = False) -> tuple[float, float]:
+    """(wall seconds, training seconds) of one submission's jobs ``g``: its levels in turn, each
+    level's jobs, longest first, in layers of ``at_once`` (None: all of them) one layer after
+    another; a layer takes its longest job. On a ``shared_gpu`` (a packed submission) its jobs
+    share the GPU's arithmetic (each has its own CPU thread for the rest): a layer takes the
+    longer of its longest job and the sum of their GPU-busy time, and their training stretches
+    by the same factor."""
     need = train = 0.0
     for _, level in g.groupby("level"):
-        if jobs_per_gpu is None:
-            need, train = need + level["seconds"].max(), train + level["train_seconds"].max()
-            continue
         level = level.sort_values("seconds", ascending=False)
-        for i in range(0, len(level), jobs_per_gpu):
-            layer = level.iloc[i:i + jobs_per_gpu]
+        step = at_once or len(level)
+        for i in range(0, len(level), step):
+            layer = level.iloc[i:i + step]
             longest = layer["seconds"].max()
-            wall = max(longest, layer["busy_seconds"].sum())
+            wall = max(longest, layer["busy_seconds"].sum()) if shared_gpu else longest
             need, train = need + wall, train + layer["train_seconds"].max() * wall / max(longest, 1e-9)
     return need, train
 
@@ -47,13 +45,14 @@ def job_tasks(df) -> list[Task]:
 
 def submission_tasks(df) -> list[Task]:
     """One task per SLURM submission: its jobs' wall time as ``submission_seconds`` has
-    it, the GPUs it holds (one for packed model groups), waiting on the submissions whose jobs
-    its jobs read; a CPU submission holds no GPU and runs on the cluster's CPU nodes."""
+    it (as the executor plugin runs them, one at a time), the GPUs it holds (one for packed
+    model groups), waiting on the submissions whose jobs its jobs read; a CPU submission holds
+    no GPU and runs on the cluster's CPU nodes."""
     owner = dict(zip(df["jobid"], df["submission"]))
     tasks = []
     for sub, g in df.groupby("submission", sort=False):
         packed = bool((g["group"] == PACKED_GROUP).any())
-        need, _ = submission_seconds(g, SLURM_PACKED_AT_ONCE if packed else None)
+        need, _ = submission_seconds(g, shared_gpu=packed)
         on_gpu = g["device"] == "gpu"
         gpus = 1 if packed and on_gpu.any() else int(g.loc[on_gpu, "devices"].max()) if on_gpu.any() else 0
         deps = sorted({owner[d] for ds in g["deps"] for d in ds if d in owner} - {sub})

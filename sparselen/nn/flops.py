@@ -91,6 +91,7 @@ class Work:
     checkpoint_every: int = 0
     model_job: bool = True  # False: no model (data, tables, figures): always on the CPU profile
     cpu_only: bool = False  # runs on the CPU even in a GPU job (theory SFA runs: --device cpu)
+    threads: int = 1  # CPU threads its FLOPs and units run on (theory SFA runs: theory.sfa_threads)
     devices: int = 1  # devices training one model together (language.parallel: processes x nodes)
     memory: dict = field(default_factory=dict)  # device kind ("gpu", "cpu") -> its largest pass (memory.Peak)
     passes: list = field(default_factory=list)  # every pass: (what, key, {kind: bytes}, training step)

@@ -16,9 +16,10 @@ from sparselen.theory.task import eval_lengths, planted_config, valid_lengths
 
 
 def run_sfa(job, config) -> Work:
+    """On the job's threads (theory.sfa_threads: the rule's)."""
     p = job.params
     pc, lengths, targets = _setting(job)
-    return sfa_work(pc, p.sfa, lengths, targets, p.eval)
+    return sfa_work(pc, p.sfa, lengths, targets, p.eval, job.threads)
 
 
 def run_gpt(job, config) -> Work:
@@ -81,10 +82,14 @@ def sfa_tuples(pc, length: int, window: int) -> int:
     return int(sum(math.comb(int(r), pc.k - 1) for r in reach.tolist()))
 
 
-def sfa_work(pc, s: dict, lengths: list[int], eval_lengths: list[int], ev: dict) -> Work:
-    """The idealized model's training and evaluation (sparselen.theory.sfa): per sequence of
-    T tokens with N tuples, the one-hot gather 2 k N T d_embed, key and value 4 N k d_embed
-    d_head, their MLPs 2 N d_head (d_head + q), the query's scores 2 N d_head."""
+def sfa_work(pc, s: dict, lengths: list[int], eval_lengths: list[int], ev: dict, threads: int = 1) -> Work:
+    """The idealized model's training and evaluation (sparselen.theory.sfa) on ``threads``
+    threads: per sequence of T tokens with N tuples, FLOPs for projecting each token once per
+    member slot 4 T k d_embed d_head, summing the members' projections 2 k N d_head, the key and
+    value MLPs 2 N d_head (d_head + q), the query's scores 2 N d_head; and the passes over the
+    N x d_head activations (bias and offsets, GELU, sums, copies: memory-bound, few FLOPs),
+    priced per activation float as units (``sfa_train_activation`` per training step,
+    ``sfa_activation`` per evaluation pass)."""
     from sparselen.theory.sfa import sfa_window
 
     window = sfa_window(pc, s["window"], lengths)
@@ -92,12 +97,18 @@ def sfa_work(pc, s: dict, lengths: list[int], eval_lengths: list[int], ev: dict)
 
     def per_row(n):
         T, N = n + 1, sfa_tuples(pc, n, window)
-        return 2 * k * N * T * d + 4 * N * k * d * h + 2 * N * h * (h + pc.n_values) + 2 * N * h
+        return 4 * T * k * d * h + 2 * k * N * h + 2 * N * h * (h + pc.n_values) + 2 * N * h
 
-    shape = Shape(1, h, h, pc.n_values)
-    w = Work(cpu_only=True, train_steps=s["steps"], checkpoint_every=1)  # checkpoint_minutes apart
-    w.add("train", s["steps"], s["steps"] * 3 * mean(s["batch_size"] * per_row(n) for n in lengths), shape)
+    def activations(n):
+        return sfa_tuples(pc, n, window) * h
+
+    shape, B = Shape(1, h, h, pc.n_values), s["batch_size"]
+    w = Work(cpu_only=True, train_steps=s["steps"], checkpoint_every=1,  # checkpoint_minutes apart
+             resumable=("train", "sfa_train_activation"), threads=threads)
+    w.add("train", s["steps"], s["steps"] * 3 * mean(B * per_row(n) for n in lengths), shape)
+    w.unit("sfa_train_activation", s["steps"] * mean(B * activations(n) for n in lengths))
     for n in eval_lengths:
         for b in chunks(ev["n"], ev["batch_size"]):
             w.add("forward", 1, b * per_row(n), shape)
+            w.unit("sfa_activation", b * activations(n))
     return w

@@ -50,7 +50,8 @@ def _write_eval(job, predict, pc, targets, labels: dict) -> None:
 
 def run_sfa(job) -> None:
     """The idealized sparse-functional-attention model (params task, train, eval, sfa) on one
-    (distribution, k, seed); always on CPU (tuples are gathered, not a GPU-shaped workload)."""
+    (distribution, k, seed); always on CPU (tuples are gathered, not a GPU-shaped workload), on
+    the job's threads (theory.sfa_threads, set by ``sparselen.jobs.dispatch``)."""
     p, identity, run = job.params, run_identity(job), typed_wildcards(job)
     pc, lengths, targets = _setting(job)
     window = sfa_window(pc, p.sfa["window"], lengths)

@@ -20,6 +20,11 @@ and the offsets delta_j = p(i_j) - p(i_1), j >= 2, each with its own learned emb
 over tuples whose tokens all sit at or before the query. With k = 1 there are no offsets and
 no MLP is needed: this is exactly one causal softmax attention head (``tests/theory/test_theory_sfa.py``
 checks it against ``torch.nn.functional.scaled_dot_product_attention``).
+
+K u_t is a sum over the tuple's members, sum_j K_j x_{i_j} (K_j: K's columns of member j), so
+each token is projected once per member slot (T k products instead of N) and each tuple sums
+its members' projected vectors: the same products up to float summation order, without the
+(N, k d_in) tuple vectors (the test keeps the gather-then-project form as its reference).
 """
 
 from __future__ import annotations
@@ -104,29 +109,41 @@ class SparseFunctionalAttention(nn.Module):
         j = torch.arange(self.k - 1, device=offsets.device)
         return table[j, offsets].sum(dim=1)  # (N, d)
 
+    def _per_tuple(self, linear: nn.Linear, table: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        """The bias plus the offset embeddings, (N, 1, d) (k = 1: (1, d)): the same for every row,
+        so added once per tuple."""
+        return (linear.bias + self._embed_offsets(table, offsets)).unsqueeze(-2)
+
+    def _tuple_linear(self, linear: nn.Linear, x: torch.Tensor, members: torch.Tensor) -> torch.Tensor:
+        """``linear``'s weight applied to every tuple's concatenated token vectors, (N, B, d):
+        each token projected by each member's block of columns (row t k + j: token t as member
+        j), then summed over the tuple's members (``members``: (N, k) such rows). A sum of
+        rows is an embedding bag, whose kernels split the tuples over the threads."""
+        B, T, d_in = x.shape
+        w = linear.weight.view(-1, self.k, d_in)  # (d, k, d_in): member j's columns
+        projected = torch.einsum("btd,hjd->tjbh", x, w).reshape(T * self.k, -1)
+        return F.embedding_bag(members, projected, mode="sum").view(len(members), B, linear.out_features)
+
     def forward(self, x: torch.Tensor, position_ids: torch.Tensor, queries: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, T, d_in); position_ids (T,) shared by the batch; ``queries``: the sequence
         indices to compute outputs at (default: all). Returns (B, len(queries), d_out)."""
         B, T, _ = x.shape
         index, off = tuples(position_ids.cpu(), self.k, self.window)
         index, off = index.to(x.device), off.to(x.device)
+        members = index * self.k + torch.arange(self.k, device=x.device)  # (N, k) rows of the projections
         if queries is None:
             queries = torch.arange(T, device=x.device)
-        # gather the tuple members as a dense (N, T) selection matmul: on CPU its backward is
-        # much faster than that of advanced indexing
-        select = F.one_hot(index.T, T).to(x.dtype)  # (k, N, T)
-        u = torch.einsum("jnt,btd->bnjd", select, x).flatten(2)  # (B, N, k*d_in)
-        key = self.key(u) + self._embed_offsets(self.key_offsets, off)
-        value = self.value(u) + self._embed_offsets(self.value_offsets, off)
+        key = self._tuple_linear(self.key, x, members) + self._per_tuple(self.key, self.key_offsets, off)
+        value = self._tuple_linear(self.value, x, members) + self._per_tuple(self.value, self.value_offsets, off)
         if self.mlp:
             key = self.key_mlp(F.gelu(key))
             value = self.value_mlp(F.gelu(value))
         q = self.query(x[:, queries])  # (B, Q, d_head)
-        scores = q @ key.transpose(1, 2) / math.sqrt(self.d_head)  # (B, Q, N)
+        scores = torch.einsum("bqh,nbh->bqn", q, key) / math.sqrt(self.d_head)  # (B, Q, N)
         visible = index.max(dim=1).values[None, :] <= queries[:, None]  # (Q, N)
         has = visible.any(dim=1, keepdim=True)  # a query with no whole tuple before it outputs 0
         scores = scores.masked_fill(~visible, float("-inf")).masked_fill(~has, 0.0)
-        return (torch.softmax(scores, dim=-1) * has) @ value
+        return torch.einsum("bqn,nbo->bqo", torch.softmax(scores, dim=-1) * has, value)
 
 
 class SFAModel(nn.Module):

@@ -125,9 +125,10 @@ def test_a_rule_without_a_cost_fails_naming_it(monkeypatch, capsys, smoke_dag):
 
 def test_submissions_are_the_slurm_profiles(paper_per_run):
     """A model's training and evaluations are one submission whose limit adds their runtimes: a
-    language model's alone, the small models' 8 to a submission (packing), side by side, so the
-    limit is one model group's; the SFA runs share submissions (group-components) and run side
-    by side, so a submission's limit is one run's."""
+    language model's alone, the small models' 8 to a submission (packing), planned side by side,
+    so the limit is one model group's; the SFA runs share submissions (group-components), whose
+    limit Snakemake sets for runs side by side (one run's), while the executor plugin runs them
+    in turn: the submission takes the sum of its runs."""
     files, paper_jobs = paper_per_run
     df = tables.estimate(load(files), paper_jobs, None, profiles.CPU_DEFAULT)
     runtime = load(PAPER)["resources"]["runtime"]
@@ -145,7 +146,7 @@ def test_submissions_are_the_slurm_profiles(paper_per_run):
     assert len(per_submission) > 1 and per_submission.max() > 1 and set(sfa["limit_min"]) == {sfa_runtime}
     first = sfa[sfa["submission"] == sfa["submission"].iloc[0]]
     sub = tables.submissions(df).set_index("submission").loc[first["submission"].iloc[0]]
-    assert sub["predicted_h"] == pytest.approx(first["seconds"].max() / 3600) and sub["limit_h"] == sfa_runtime / 60
+    assert sub["predicted_h"] == pytest.approx(first["seconds"].sum() / 3600) and sub["limit_h"] == sfa_runtime / 60
     # the paper's SFA runs finish in the first attempt; a longer one resumes from its checkpoint
     assert sub["attempts"] == 1 and sub["checkpoints"]
 
@@ -238,17 +239,23 @@ def test_compilation_is_priced_where_it_is_applied():
     assert profiles.seconds(evaluation, compiled)["restart_seconds"] == compiled.job_s
 
 
-def test_packed_jobs_share_their_gpus_arithmetic():
-    """A level of packed jobs runs in layers of jobs_per_gpu, longest first; a layer takes its
-    longest job or, when they keep the GPU busier than that, the sum of their FLOP time."""
+def test_a_submissions_jobs_run_in_turn_and_packed_ones_share_their_gpu():
+    """Under SLURM a submission's jobs run one at a time (SLURM_GROUP_AT_ONCE), whatever their
+    group: their times add up. Side by side (``at_once``: locally), a level runs in layers of
+    ``at_once``, longest first, each taking its longest job; on a shared GPU (packed) a layer
+    takes the longer of that and the sum of its jobs' FLOP time."""
     import pandas as pd
 
     g = pd.DataFrame({"level": [0, 0, 0, 1], "seconds": [10.0, 8.0, 6.0, 1.0], "train_seconds": [9.0, 7.0, 5.0, 0.0],
                       "busy_seconds": [1.0, 1.0, 1.0, 0.5]})
-    assert timeline.submission_seconds(g, None) == (11.0, 9.0)  # unpacked: side by side on their own GPUs
+    assert timeline.SLURM_GROUP_AT_ONCE == 1
+    assert timeline.submission_seconds(g) == (10 + 8 + 6 + 1, 9 + 7 + 5 + 0)  # in turn, packed or not
+    assert timeline.submission_seconds(g, shared_gpu=True) == timeline.submission_seconds(g)
+    assert timeline.submission_seconds(g, None) == (11.0, 9.0)  # all side by side, each on its own devices
     assert timeline.submission_seconds(g, 2) == (10 + 6 + 1, 9 + 5 + 0)
-    g["busy_seconds"] = [7.0, 6.0, 1.0, 0.5]  # the first layer keeps the GPU busy for 13 s
-    need, train = timeline.submission_seconds(g, 2)
+    g["busy_seconds"] = [7.0, 6.0, 1.0, 0.5]  # the first layer keeps a shared GPU busy for 13 s
+    assert timeline.submission_seconds(g, 2) == (10 + 6 + 1, 9 + 5 + 0)
+    need, train = timeline.submission_seconds(g, 2, shared_gpu=True)
     assert need == 13 + 6 + 1 and train == pytest.approx(9 * 13 / 10 + 5)
 
 
@@ -285,12 +292,29 @@ def test_packing_on_the_paper_config(capsys, paper_per_run, tmp_path_factory):
     assert without["gpu_hours"] == pytest.approx(gpu_rows["device_seconds"].sum() / 3600)
     assert with_["gpu_submissions"] == without["gpu_submissions"] - runs.sum() + len(runs)
     # a packed submission holds one GPU for its wall time: under SLURM its model groups one by
-    # one (SLURM_PACKED_AT_ONCE), so packing saves submissions there, not GPU-hours
-    assert timeline.SLURM_PACKED_AT_ONCE == 1 and with_["gpu_hours"] == pytest.approx(without["gpu_hours"])
+    # one (SLURM_GROUP_AT_ONCE), so packing saves submissions there, not GPU-hours
+    assert timeline.SLURM_GROUP_AT_ONCE == 1 and with_["gpu_hours"] == pytest.approx(without["gpu_hours"])
     sub = subs[subs["packed"]].iloc[0]
     assert sub["gpu_hours"] == pytest.approx(df[df["submission"] == sub["submission"]]["seconds"].sum() / 3600)
     out = capsys.readouterr().out
     assert "Assumptions:" in out and "Packing: 8 model groups" in out and "with packing (what the workflow submits)" in out
+
+
+def test_sfa_runs_are_priced_on_their_threads(paper_jobs, smoke_dag):
+    """An SFA run takes theory.sfa_threads threads (unset: the top-level threads, 1 by default):
+    its FLOPs and activation passes run the CPU profile's speed-up faster on them, its per-step
+    overheads and start-up do not; a GPU's host threads speed nothing up."""
+    sfa = [j for j in paper_jobs if j.dag.rule == "theory_run_sfa"]
+    threads = load(PAPER)["theory"]["sfa_threads"]
+    assert threads > 1 and {j.dag.threads for j in sfa} == {j.work.threads for j in sfa} == {threads}
+    assert {j.threads for j in smoke_dag if j.rule == "theory_run_sfa"} == {1}
+    cpu = profiles.CPU_DEFAULT
+    work = max(sfa, key=lambda j: j.work.flops).work
+    fixed = profiles.seconds(replace(work, terms=[replace(t, flops=0.0) for t in work.terms], units={}), cpu)
+    alone, spread = (profiles.seconds(replace(work, threads=n), cpu)["seconds"] - fixed["seconds"] for n in (1, threads))
+    assert cpu.speedup(1) == 1 and alone / spread == pytest.approx(cpu.speedup(threads))
+    assert cpu.speedup(threads) == 1 + (threads - 1) * cpu.thread_efficiency > 1
+    assert profiles.gpu_profile("h100").speedup(threads) == 1
 
 
 def test_profiles():
@@ -481,11 +505,14 @@ def test_the_one_pass_language_batch_is_refused_on_an_h100(tmp_path, monkeypatch
 def test_a_job_that_no_attempt_finishes_is_an_error(paper_jobs):
     """An SFA run checkpoints checkpoint_minutes apart: at a 10-minute limit with checkpoints an
     hour apart none of its 3 attempts (10, 20, 30 min) reaches one, so each starts over and it
-    never finishes; at 8 h the longest runs resume in attempt 2 (a warning); paper.yaml's
-    runtimes pass on an H100."""
+    never finishes; at four fifths of the longest run the submissions that hold one (alone or
+    with another, in turn) resume in attempt 2 (a warning); paper.yaml's runtimes pass on an
+    H100."""
     cfg, (gpu, cpu) = load(PAPER), profiles.resolve("h100", 0.4, None)
     quiet = {"out": lambda *a: None, "err": lambda *a: None}
-    assert tables.report(cfg, paper_jobs, gpu, cpu, **quiet)["errors"] == []
+    t = tables.report(cfg, paper_jobs, gpu, cpu, **quiet)
+    assert t["errors"] == []
+    longest_min = t["jobs"].loc[t["jobs"]["rule"] == "theory_run_sfa", "seconds"].max() / 60
 
     def sfa_limit(minutes):
         cfg["resources"]["sfa_runtime"] = minutes
@@ -501,7 +528,8 @@ def test_a_job_that_no_attempt_finishes_is_an_error(paper_jobs):
                         r"from 10 to at least \d+ min", errors[0]), errors[0]
     cfg["checkpoint_minutes"] = 10
     lines = []
-    assert tables.report(cfg, sfa_limit(480), gpu, cpu, out=lines.append, err=lambda *a: None)["errors"] == []
+    limit = math.ceil(0.8 * longest_min / 10) * 10
+    assert tables.report(cfg, sfa_limit(limit), gpu, cpu, out=lines.append, err=lambda *a: None)["errors"] == []
     resumed = [line for line in lines if line.lstrip().startswith("cpu_train")]
     assert resumed and all("finishes in attempt 2 (1 resubmission(s), resuming from checkpoints)" in line
                            for line in resumed), resumed

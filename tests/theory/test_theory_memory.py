@@ -42,7 +42,7 @@ def test_an_evaluation_pass_takes_what_the_prediction_says():
     n, rows, s = 16 * PAPER["train"]["lengths"][1], 24, PAPER["sfa"]
     run = measured_pass("nonlocal", 3, rows, n)
     tuples = sfa_tuples(planted_config(PAPER["task"], "nonlocal", 3), n, run["window"])
-    predicted = BASE_MB + pass_bytes(3, s["d_embed"], s["d_head"], tuples, n + 1, rows, train=False) / 1e6
+    predicted = BASE_MB + pass_bytes(3, s["d_head"], tuples, rows, train=False) / 1e6
     assert predicted > 2 * BASE_MB  # the tuples, not the interpreter, dominate
     assert 0.8 * predicted < run["peak_mb"] < MARGIN * predicted, (run, predicted)
 

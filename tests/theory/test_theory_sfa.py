@@ -64,3 +64,45 @@ def test_tuples_beyond_the_window_are_invisible():
     far.load_state_dict(model.state_dict())
     ids_far = torch.cat((torch.tensor([-10]), torch.arange(1, 8)))  # token 0 is now out of every window
     torch.testing.assert_close(far(tokens, ids_far), far(changed, ids_far))
+
+
+def gather_then_project(head: SparseFunctionalAttention, x, position_ids, queries=None):
+    """The head's output in its defining form: each tuple's k token vectors gathered and
+    concatenated (a one-hot selection), then the key and value matrices applied to them."""
+    B, T, _ = x.shape
+    index, off = tuples(position_ids, head.k, head.window)
+    queries = torch.arange(T) if queries is None else queries
+    u = torch.einsum("jnt,btd->bnjd", F.one_hot(index.T, T).to(x.dtype), x).flatten(2)  # (B, N, k d_in)
+    key = head.key(u) + head._embed_offsets(head.key_offsets, off)
+    value = head.value(u) + head._embed_offsets(head.value_offsets, off)
+    if head.mlp:
+        key, value = head.key_mlp(F.gelu(key)), head.value_mlp(F.gelu(value))
+    scores = head.query(x[:, queries]) @ key.transpose(1, 2) / head.d_head**0.5
+    visible = index.max(dim=1).values[None, :] <= queries[:, None]
+    has = visible.any(dim=1, keepdim=True)
+    scores = scores.masked_fill(~visible, float("-inf")).masked_fill(~has, 0.0)
+    return (torch.softmax(scores, dim=-1) * has) @ value
+
+
+@pytest.mark.parametrize("k,window,mlp", [(1, 0, False), (2, 3, True), (3, 2, True), (4, 6, True), (2, 0, True), (3, 0, True)])
+def test_projecting_before_gathering_gives_the_gathered_products(k, window, mlp):
+    """The head projects each token once per member slot and sums over the tuple's members: the
+    output and every gradient equal those of gathering the tuples first, up to float summation
+    order (coupled-style repeated ids: at window 0 the pairs end at the second 0, so earlier queries
+    have no tuple, and there are no triples at all)."""
+    torch.manual_seed(4)
+    head = SparseFunctionalAttention(d_in=6, d_out=3, k=k, window=window, d_head=8, mlp=mlp)
+    x = torch.randn(3, 12, 6, requires_grad=True)
+    ids = torch.tensor([0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4, 5])
+    outs, grads = [], []
+    for forward in (head.forward, lambda *a: gather_then_project(head, *a)):
+        head.zero_grad()
+        x.grad = None
+        out = forward(x, ids)
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        outs.append(out)
+        grads.append([x.grad.clone()] + [p.grad.clone() for p in head.parameters() if p.grad is not None])
+    torch.testing.assert_close(outs[0], outs[1], rtol=1e-5, atol=1e-6)
+    assert len(grads[0]) == len(grads[1])
+    for new, old in zip(*grads):
+        torch.testing.assert_close(new, old, rtol=1e-4, atol=1e-6)

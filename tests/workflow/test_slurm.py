@@ -161,16 +161,16 @@ def test_smoke_config_on_slurm_matches_local_run(slurm_cluster, tmp_path):
             packed_id = job_id
 
     # the 4 trainings ran in that one allocation, one after another: the plugin runs a group
-    # job's members in turn (sparselen.estimate.timeline.SLURM_PACKED_AT_ONCE, which the estimate
+    # job's members in turn (sparselen.estimate.timeline.SLURM_GROUP_AT_ONCE, which the estimate
     # follows); side by side they would hold slots 0 and 1 of its GPU
     slots = []
     for log in (tmp_path / "slurm/logs/parity/train").glob("*.log"):
         m = re.search(r"using GPU 0 \(CUDA id \w+\), slot (\d) of 2 \(\S+/slurm-(\d+)\)", log.read_text())
         assert m, log.read_text()[-2000:]
         slots.append(m.groups())
-    at_once = timeline.SLURM_PACKED_AT_ONCE
+    at_once = timeline.SLURM_GROUP_AT_ONCE
     assert len(slots) == n_models and {job for _, job in slots} == {packed_id}
-    assert {s for s, _ in slots} == {str(i) for i in range(at_once)}, (slots, "SLURM_PACKED_AT_ONCE is out of date")
+    assert {s for s, _ in slots} == {str(i) for i in range(at_once)}, (slots, "SLURM_GROUP_AT_ONCE is out of date")
 
     equal_outputs(tmp_path / "local", tmp_path / "slurm", n_models)
     assert (tmp_path / "slurm" / "results" / "figures" / "parity.png").stat().st_size > 0

@@ -161,13 +161,13 @@ def stack_runtime(stack_rule, params, runs):
     return minutes
 
 
-def job_cpus(gpus, shared):
+def job_cpus(gpus, shared, threads=THREADS):
     """CPUs per process of a job: its torch threads; a job holding a whole GPU at least
     resources.gpu_job_cpus, so the process that launches the GPU's kernels and a stack's batch
     worker (sparselen/training/stacked.py) each have a core."""
     if gpus and not shared:
-        return max(THREADS, config["resources"]["gpu_job_cpus"])
-    return THREADS
+        return max(threads, config["resources"]["gpu_job_cpus"])
+    return threads
 
 
 def job_resources(
@@ -181,10 +181,12 @@ def job_resources(
     stack_rule=None,
     params=None,
     reserve=0,
+    threads=None,
 ):
     """Resources of a training/evaluation job: wall time in minutes (config resources.runtime
     unless given) times the attempt, so a retry after a time-out asks for more, at most
-    resources.max_runtime; memory; CPUs (``job_cpus``); and `gpu` only when config gpus_per_job
+    resources.max_runtime; memory; CPUs (``job_cpus``: config threads unless the rule's own
+    `threads` are given); and `gpu` only when config gpus_per_job
     > 0 (and `gpu`), so the same rules run on CPU-only partitions. `processes`: a job training
     one model in several data-parallel processes (language.parallel) asks for that many times
     of each, per node. `nodes` > 1: SLURM gives the job that many nodes, one task each, GPUs per
@@ -207,7 +209,7 @@ def job_resources(
             else capped(minutes, reserve)
         ),
         "mem_mb": (mem_mb or config["resources"]["mem_mb"]) * processes,
-        "cpus_per_task": job_cpus(gpus, shared) * processes,
+        "cpus_per_task": job_cpus(gpus, shared, threads or THREADS) * processes,
     }
     if gpus and JOBS_PER_GPU > 1:
         res["jobs_per_gpu"] = JOBS_PER_GPU

@@ -22,6 +22,8 @@ THEORY_RUNS = expand(
 )
 RUN_TABLES["theory"] = {"evals": expand("{run}/eval.csv", run=THEORY_RUNS)}
 THEORY_SHARED = {key: THEORY[key] for key in ("task", "train", "eval")}
+# Torch threads of each SFA run (a runtime knob, no param: changing it reruns nothing).
+THEORY_SFA_THREADS = THEORY["sfa_threads"] or THREADS
 
 
 wildcard_constraints:
@@ -83,17 +85,21 @@ rule theory_run_sfa:
         "logs/theory/sfa/{distribution}_k{k}_seed{seed}.log",
     benchmark:
         "results/benchmarks/theory/sfa/{distribution}_k{k}_seed{seed}.tsv"
-    # the longest single jobs of paper.yaml (the nonlocal law at k = 4, hours on one CPU): the
+    # the longest single jobs of paper.yaml (the nonlocal law at k = 4, hours on a CPU): the
     # DAG's critical chain (`sparselen estimate`), so they start first
     priority: 1
     group:
         GROUP_CPU_TRAIN
     conda:
         ENV
-    threads: THREADS
+    threads: THEORY_SFA_THREADS
     resources:
         # memory: from about 1 GB to tens of GB by law and k (sparselen/theory/memory.py)
-        **job_resources(runtime=config["resources"]["sfa_runtime"], gpu=False)
+        **job_resources(
+            runtime=config["resources"]["sfa_runtime"],
+            gpu=False,
+            threads=THEORY_SFA_THREADS,
+        )
         | {
             "mem_mb": lambda w: sparselen.theory.memory.sfa_mem_mb(
                 {**THEORY_SHARED, "sfa": THEORY["sfa"]}, w.distribution, int(w.k)
