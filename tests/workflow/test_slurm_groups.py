@@ -91,7 +91,7 @@ def test_every_paper_submission_fits_the_profiles_node(tmp_path):
         assert s["mem_mb"] <= limits["mem_mb"] and s["cpus"] <= limits["cores"], s
         assert s["runtime"] == s["side_by_side"], f"{s}: its jobs run in turn to fit the node"
     sfa = [s for s in subs if s["name"] == "cpu_train"]
-    assert len(sfa) > 1 and max(s["jobs"] for s in sfa) > 1  # several runs per submission, several submissions
+    assert len(sfa) > 1 and max(s["jobs"] for s in sfa) == 1  # a submission per run
     # a stack job on its GPU asks for resources.gpu_job_cpus: its kernel launches and its batch
     # worker each on a core; the SFA runs (CPU) for their threads
     stacks = [s for s in subs if "_stack" in s["name"]]
@@ -115,7 +115,8 @@ def test_jobs_sharing_a_gpu_ask_for_their_threads(tmp_path):
 def test_jobs_that_do_not_fit_side_by_side_run_in_turn_within_the_node(tmp_path):
     """The profile's limits hold whatever the config and the group sizes: on a node with room
     for one SFA run, a submission of two runs them one after the other."""
-    sfa_mem = next(s["mem_mb"] for s in profile_submissions(tmp_path, SMOKE)[1] if s["name"] == "cpu_train") // 2
-    profile, subs = profile_submissions(tmp_path, SMOKE, resources={"mem_mb": sfa_mem * 3 // 2})
+    two = {"group-components": {**yaml.safe_load(PROFILE.read_text())["group-components"], "cpu_train": 2}}
+    sfa_mem = next(s["mem_mb"] for s in profile_submissions(tmp_path, SMOKE, **two)[1] if s["name"] == "cpu_train") // 2
+    profile, subs = profile_submissions(tmp_path, SMOKE, resources={"mem_mb": sfa_mem * 3 // 2}, **two)
     (sfa,) = [s for s in subs if s["name"] == "cpu_train"]
     assert sfa["jobs"] == 2 and sfa["mem_mb"] == sfa_mem and sfa["runtime"] == 2 * sfa["side_by_side"]

@@ -46,8 +46,9 @@ RUN_TABLES["language"] = {
 }
 # The chain corpus -> tokens -> reference model -> analysis is the DAG's longest (`sparselen
 # estimate` prints it): its jobs go first, so it does not run alone at the end of a run, and
-# the reference trainings (the analysis reads them) before the other trainings.
+# the reference trainings and the analysis that reads them before the other trainings.
 LANG_PRIORITY = 1
+LANG_CHAIN_PRIORITY = LANG_PRIORITY + 1
 
 
 rule language_corpus:
@@ -156,8 +157,11 @@ rule language_train:
     benchmark:
         "results/benchmarks/language/train/ctx{context}_{run}_seed{seed}.tsv"
     priority:
-        lambda w: LANG_PRIORITY
-        + (LANG_RUN.format(**dict(w.items())) == LANG_REF_RUN.format(seed=w.seed))
+        lambda w: (
+            LANG_CHAIN_PRIORITY
+            if LANG_RUN.format(**dict(w.items())) == LANG_REF_RUN.format(seed=w.seed)
+            else LANG_PRIORITY
+        )
     group:
         GROUP_MODEL
     conda:
@@ -219,7 +223,7 @@ rule language_analyze:
         "results/benchmarks/language/analyze/seed{seed}_part{part}.tsv"
     wildcard_constraints:
         part=r"\d+",
-    priority: LANG_PRIORITY
+    priority: LANG_CHAIN_PRIORITY
     conda:
         ENV
     threads: THREADS
@@ -247,7 +251,7 @@ rule language_analysis_merge:
         "logs/language/analysis_merge/seed{seed}.log",
     benchmark:
         "results/benchmarks/language/analysis_merge/seed{seed}.tsv"
-    priority: LANG_PRIORITY
+    priority: LANG_CHAIN_PRIORITY
     conda:
         ENV
     params:
