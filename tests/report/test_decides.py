@@ -1,5 +1,6 @@
 """What each shipped config decides: one table from the claims' design and power checks, the
-same in README.md, configs/README.md and the report; the README's opening checked against it."""
+same in README.md, configs/README.md and the report; the README's opening and its paper-scale
+runbook checked against the configs."""
 
 import re
 from types import SimpleNamespace
@@ -8,6 +9,7 @@ import pandas as pd
 import pytest
 from conftest import ROOT
 
+from sparselen.language.corpus import c4_download
 from sparselen.report import decides
 from sparselen.report.answer import BY_SEED_SET, NO, YES, counts_line, reach, short_design
 
@@ -87,6 +89,38 @@ def test_the_readme_opens_with_a_reconstruction_and_what_the_default_decides(fou
             assert re.search(rf"{r.claim} on .*some seed sets", first), r.claim
         elif r.decides == YES and r.power is not None:
             assert f"decides {r.claim}" in first, r.claim
+
+
+def test_the_runbook_downloads_what_paper_yaml_reads_and_says_what_it_decides(configs, found):
+    """Paper scale in at most 10 lines: the C4 shards that hold paper.yaml's documents (its
+    count, their size, the command), the pilot, the estimate, SLURM; what it decides is the
+    table's paper.yaml column. The estimate's numbers: tests/estimate/test_estimate.py."""
+    section = readme().split("## Paper scale on GPUs")[1].split("\n## ")[0].strip()
+    assert len(section.splitlines()) <= 10
+    corpus = configs["paper.yaml"]["language"]["corpus"]
+    c4 = c4_download(corpus)
+    assert f"`{c4['command']}`" in section and c4["command"].count("'en/c4-train.") >= 1
+    assert f"the first {c4['shards']} of its 1,024 English training shards (about {c4['gb']:.1f} GB" in section
+    assert f"the {corpus['max_documents']:,} documents `configs/paper.yaml` reads" in section
+    assert f"into `{corpus['paths'][0]}`" in section
+    for command in ("sparselen pilot --configfile configs/paper.yaml",
+                    "sparselen estimate --configfile configs/paper.yaml --gpu pilot_profile.json",
+                    "--gpu h100 --gpus-available 8",
+                    "snakemake --profile workflow/profiles/slurm --configfile configs/paper.yaml"):
+        assert command in section, command
+    paper = [r for r in found if r.config == "paper.yaml"]
+    assert ("It decides every claim" in section) == all(r.decides == YES for r in paper)
+
+
+def test_a_shard_pattern_names_exactly_the_shards_needed():
+    import fnmatch
+
+    for docs, shards in ((1, 1), (356_317, 1), (356_318, 2), (4_000_000, 12), (40_000_000, 113)):
+        got = c4_download({"max_documents": docs, "paths": ["data/c4/en"]})
+        patterns = re.findall(r"'([^']+)'", got["command"])
+        names = [f"en/c4-train.{i:05d}-of-01024.json.gz" for i in range(1024)]
+        assert got["shards"] == shards
+        assert [n for n in names if any(fnmatch.fnmatch(n, p) for p in patterns)] == names[:shards], docs
 
 
 def test_a_verdict_names_the_groups_it_rests_on():
