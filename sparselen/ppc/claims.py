@@ -165,7 +165,7 @@ class TaskRuns:
         noise = ratio_noise(num, den, binomial_noise(g["largest"], g["n"]), binomial_noise(g["in"], g["n_in"]))
         mean, lo, hi = t_interval(kept, noise=noise, bounds=margin_range(c, g["in"]))
         return decide(lo, hi, RETAINED), (f"{scheme} keeps {mean:.2f} [{lo:.2f}, {hi:.2f}] of its margin above the "
-                                          f"task's chance level {c:.3g} (needs > {RETAINED})")
+                                          f"task's chance level {chance_words(c)} (needs > {RETAINED})")
 
     def difference(self, a: str, b: str) -> tuple[float, float, float]:
         return welch_interval(self.fitted[a], self.fitted[b], noise_a=self.noise[a], noise_b=self.noise[b],
@@ -206,6 +206,15 @@ class TaskRuns:
                        "confound: coupled and ppc never trained on a longer one (no id skips)")
             out.append(f"{share:.0%} of first lookups exceed the training sizes' {limit} ids ({trained})")
         return "; ".join(out)
+
+
+NEGLIGIBLE_CHANCE = 5e-4  # an exact-match chance below this shows as ~0: no guess is ever right in 200 samples
+
+
+def chance_words(c: float) -> str:
+    """A chance level as a reader takes it: "~0 (a guessed answer is never right)" for the
+    long answers whose chance is astronomically small (8.27e-25), else its value."""
+    return "~0 (a guessed answer is never right)" if c < NEGLIGIBLE_CHANCE else f"{c:.3g}"
 
 
 def _split(row: pd.Series, column: str) -> str:
@@ -262,7 +271,7 @@ def ppc_predicts_ids(data: dict, s: Settings) -> list[Result]:
     if not any(not r.control for r in out):
         out.append(gate_result("-", "none of the paper's tasks whose coupled ids depend on the input was run",
                                "run parity_scratchpad or variable_assignment with multi-digit constants "
-                               "(configs/cpu-extended.yaml)"))
+                               "(configs/paper.yaml runs them on the seeds that decide C2)"))
     return out
 
 

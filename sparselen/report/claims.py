@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from sparselen.interface.config import SLICES
-from sparselen.report.answer import NOT_DECIDABLE, answer, brief, clip, deciding, state
+from sparselen.report.answer import NOT_DECIDABLE, answer, brief, deciding, number, state, to_decide, verdict_words
 from sparselen.report.framing import tag
 from sparselen.report.headline import headline
 from sparselen.statistics.stats import Resampling
@@ -48,12 +48,14 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
     slice to its tables by name (its claims module's ``READS``); absent: the slice was not run.
     ``facts`` maps a slice to its claims module's ``facts`` of the config run (a criterion's
     placeholders are filled in from them). ``designs`` maps a claim to the shipped configs whose
-    design can decide it (``decidable_on``: their names, or as ``deciders`` words them); ``gaps`` maps a claim to what the config run lacks
-    to decide it (``design_gaps``; "" or absent: nothing). The ``all`` rows also carry the
-    claim's ``state`` and its ``answer`` in plain words (``sparselen.report.answer``; ``rates``,
-    per claim its ``error_rates``, end it with a sentence of them), ``units``,
-    the seeds (documents) behind its intervals, and ``decided``, its verdict before the
-    stability check."""
+    design can decide it (``decidable_on``: their names, or as ``report.decides.deciders``
+    words them); ``gaps`` maps a claim to what the config run lacks to decide it
+    (``design_gaps``; "" or absent: nothing). The ``all`` rows also carry the claim's ``state``,
+    its ``power`` at this config's sizes (``rates``, per claim its ``error_rates``), the cells of
+    the report's answer table (``said``, ``number``, ``to_decide``), its ``answer`` in plain
+    words (``sparselen.report.answer``; the error rates end it), the terminal's ``brief``,
+    ``units``, the seeds (documents) behind its intervals, and ``decided``, its verdict before
+    the stability check."""
     rows = []
     for c in claims:
         table = data.get(c.slice)
@@ -64,7 +66,8 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
         if table is None:
             reason = f"the {c.slice} slice was not run"
             rows.append({**base, "group": "all", "verdict": NOT_RUN, "reason": reason, "stability": np.nan,
-                         "resampled": "", "state": NOT_RUN, "answer": reason, "brief": reason,
+                         "resampled": "", "state": NOT_RUN, "answer": reason, "brief": reason, "said": NOT_RUN,
+                         "number": "", "to_decide": "a config that runs this slice (every shipped one does)",
                          "tag": tag(c.slice, pd.DataFrame(columns=["group", "tested", "control"]))})
             continue
         results = c.test(table, settings)
@@ -80,16 +83,21 @@ def check(data: dict, resampling: Resampling, facts: dict, claims=CLAIMS, design
         head = [r for r in results if not r.control]
         head = head[0] if len(head) == 1 else None
         n = len(units_of(table, c.unit))
+        power = ((rates or {}).get(c.id) or {}).get("power_value")
         row = {**base, "group": "all", "verdict": verdict, "reason": reason, "resolve": resolve,
                "groups_tested": f"{d.tested} of {d.groups}", "stability": st.share, "resampled": st.how,
                "value": head.value if head else np.nan, "ci_low": head.ci_low if head else np.nan,
                "ci_high": head.ci_high if head else np.nan, "units": _units(n, c.unit),
-               "decided": d.verdict, "unit": c.unit, "state": state(verdict, base["design"])}
+               "decided": d.verdict, "unit": c.unit, "state": state(verdict, base["design"]),
+               "power": np.nan if power is None else power}
         groups = pd.DataFrame([r.__dict__ for r in results], columns=[f.name for f in fields(Result)])
-        row["answer"] = answer(SimpleNamespace(**row), groups, row["units"])
-        row["brief"] = brief(SimpleNamespace(**row), groups)
-        if numbers := _headline(c.id, table, settings, groups, row):
-            row["answer"], row["brief"] = f"{numbers}: {row['answer']}", clip(numbers)
+        said = SimpleNamespace(**row)
+        row |= {"said": verdict_words(said, groups), "number": number(said, groups), "to_decide": to_decide(said),
+                "answer": answer(said, groups, row["units"])}
+        numbers = _headline(c.id, table, settings, groups, row)
+        row["brief"] = brief(said, groups, numbers)
+        if numbers:
+            row["answer"] = f"{numbers}: {row['answer']}"
         named = row["state"] == NOT_DECIDABLE and "power" in row["design"]  # the reason gives the power
         row["answer"] = with_rates(row["answer"], (rates or {}).get(c.id), power=not named)
         row["tag"] = tag(c.slice, groups)
@@ -121,7 +129,9 @@ def design_gaps(sections: dict, claims=CLAIMS) -> dict:
 def error_rates(sections: dict, claims=CLAIMS, table: dict | None = None) -> dict:
     """Per claim of a slice in ``sections`` (slice -> its validated config section), its error
     rates at this config's sizes, worded: the calibration's false "holds" (``calibration.rates``)
-    and the power at the measured effect (none where no spread was measured)."""
+    and the power at the measured effect (none where no spread was measured), and that power as
+    a number (``power_value``, None without a spread: what the answer table and the terminal
+    read)."""
     from sparselen.statistics import rates as cr
 
     table = cr.load() if table is None else table
@@ -129,8 +139,9 @@ def error_rates(sections: dict, claims=CLAIMS, table: dict | None = None) -> dic
     for c in claims:
         if c.slice in sections:
             section = sections[c.slice]
+            p = c.power(section) if c.power else None
             out[c.id] = {"false_holds": cr.false_holds(table, c.id, cr.slice_sizes(c.slice, section)),
-                         "power": cr.power_text(c.power(section) if c.power else None)}
+                         "power": cr.power_text(p), "power_value": p}
     return out
 
 
@@ -141,29 +152,6 @@ def with_rates(answer: str, rates: dict | None, power: bool = True) -> str:
         return answer
     parts = [rates["false_holds"]] + ([rates["power"]] if power else [])
     return f"{str(answer).rstrip('.')}. Error rates: {'; '.join(parts)}"
-
-
-def designs(configs: dict, claims=CLAIMS) -> dict:
-    """Per claim, the names of ``configs`` (name -> loaded config) whose design can decide it:
-    the slice runs and its claim's ``design`` finds nothing missing."""
-    return {c.id: [name for name, cfg in configs.items() if c.slice in cfg and not c.design(cfg[c.slice])]
-            for c in claims}
-
-
-def deciders(configs: dict, claims=CLAIMS) -> dict:
-    """Per claim, each config that can decide it worded for the report: its name, its power on
-    the claim at the measured spread (seed-level claims) and every claim it can decide, e.g.
-    "paper.yaml (power 85%; decides P1, P2, ...)"."""
-    can = designs(configs, claims)
-    decides = {name: [c for c, names in can.items() if name in names] for name in configs}
-    out = {}
-    for c in claims:
-        out[c.id] = []
-        for name in can[c.id]:
-            p = c.power(configs[name][c.slice]) if c.power else None
-            power = f"power {p:.0%} at the measured effect; " if p is not None else ""
-            out[c.id].append(f"{name} ({power}decides {', '.join(decides[name])})")
-    return out
 
 
 def fmt_value(r) -> str:

@@ -12,6 +12,7 @@ import pandas as pd
 from sparselen.interface.config import load as load_config
 from sparselen.presentation.tables import read_tables
 from sparselen.report import claims as cl
+from sparselen.report import decides
 from sparselen.report import hyperparams as hp
 from sparselen.report import ledger as ledgers
 from sparselen.report import render as renderer
@@ -24,17 +25,19 @@ log = logging.getLogger(__name__)
 def claims(job) -> pd.DataFrame:
     """Check every claim on the tables of the slices that ran: input ``<slice>_<table>`` for each
     table its claims module READS (a slice without inputs: not run) and the shipped configs
-    (``shipped``: which of them can decide each claim); params report (the report section), facts
-    (per slice, its claims module's facts of the config run), gaps (per claim, what the config
-    run's design lacks to decide it), rates (per claim, its error rates at the config's sizes)
-    and criteria (the criteria's version)."""
+    (``shipped``: which of them can decide each claim, also written as the table of what each
+    decides, output ``decides``); params report (the report section), facts (per slice, its
+    claims module's facts of the config run), gaps (per claim, what the config run's design
+    lacks to decide it), rates (per claim, its error rates at the config's sizes) and criteria
+    (the criteria's version)."""
     i, p = job.input, job.params
     data = {name: {t: read_tables(getattr(i, f"{name}_{t}")) for t in cl.slice_claims(name).READS}
             for name in p.facts}
     r = p.report
-    shipped = {Path(f).name: load_config([f]) for f in i.shipped}
+    found = decides.reaches({Path(f).name: load_config([f]) for f in i.shipped})
     table = cl.check(data, Resampling(n_boot=r["bootstrap"], seed=r["seed"], level=r["level"]), p.facts,
-                     designs=cl.deciders(shipped), gaps=p.gaps, rates=p.rates)
+                     designs=decides.deciders(found), gaps=p.gaps, rates=p.rates)
+    io.write_text(job.output.decides, "\n".join(decides.matrix(found)) + "\n")
     table["criteria"] = p.criteria
     io.write_csv(table, job.output.csv)
     md = "\n".join([f"# {renderer.TITLE}: claims", ""] + renderer.answer_section(table)[2:]
@@ -63,6 +66,6 @@ def render(job) -> None:
     figures = [f for f in i.slices if f.endswith(".png")]
     tables = [f for f in i.slices if f.endswith((".md", ".csv"))]
     text = renderer.build(i.claims, i.hyperparams, i.ledger_rules, i.ledger_figures, figures, tables, i.runs,
-                          job.output.md)
+                          job.output.md, decides=getattr(i, "decides", None))
     io.write_text(job.output.html, renderer.to_html(text, Path(job.output.md).parent))
     log.info("reproduction report: %s", Path(job.output.html).resolve())

@@ -1,7 +1,9 @@
 """The reproduction report: one Markdown document (and a self-contained HTML copy) that opens
-with the answer, one line per claim of the paper in plain words with its verdict, then each
+with the answer, a table of the paper's claims (each with its verdict, the one number behind
+it and what would decide it, in a few words), then what each shipped config decides, each
 experiment's figure (with its caption) and its results laid out as the paper lays them out,
-how each claim was decided, the hyperparameters, the compute and the provenance of the run.
+how each claim was decided (its full line, gates and fits included), the hyperparameters, the
+compute and the provenance of the run.
 
 The HTML comes from a small Markdown subset converter below (headings, paragraphs, lists,
 pipe tables, code blocks, images inlined as data URIs, <details> blocks, verdicts in colour)
@@ -24,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from sparselen.presentation.layout import grid, hms
-from sparselen.report.answer import COLORS, NOT_DECIDABLE, NOT_RUN, STATES, counts_line
+from sparselen.report.answer import COLORS, NOT_DECIDABLE, NOT_RUN, STATES, counts_line, under_powered
 from sparselen.report.claims import fmt_value
 from sparselen.report.framing import CRITERIA, SOURCES, TAGS, glossary_section, quote_line
 from sparselen.runtime import io
@@ -53,10 +55,15 @@ NOT_COMPARED = "The paper's own numbers were not available, so this section is n
 PRESENTATION = {"parity": "sparselen.parity.report", "ppc": "sparselen.ppc.report",
                 "language": "sparselen.language.figures", "theory": "sparselen.theory.report"}
 READING = ("**holds** / **does not hold**: the 95% interval over training seeds (documents, for L1 and L2) lies "
-           "wholly on the claim's side of its threshold / wholly on the other side. **inconclusive**: it straddles "
-           "the threshold, the verdict changes under resampling of the seeds, or nothing fit well enough to be "
-           f"tested. **{NOT_DECIDABLE}**: inconclusive because this config's design cannot decide the claim (too "
-           "few seeds, sizes or tasks); the line names a shipped config that can.")
+           "wholly on the claim's side of its threshold / wholly on the other side; a claim holds when every group "
+           "that could be tested holds (the verdict says on how many), and does not hold on the group it names. "
+           "**inconclusive**: it straddles the threshold, the verdict changes under resampling of the seeds, or "
+           f"nothing fit well enough to be tested. **{NOT_DECIDABLE}**: inconclusive because this config's design "
+           "cannot decide the claim (too few seeds, sizes or tasks). The number is the tested statistic on the group "
+           "the verdict rests on, with its 95% interval and the side the claim needs; the fits and gates behind it "
+           "are in \"How each claim was decided\".")
+DECIDES = ("What the design of each shipped config decides, before any result (`sparselen/report/decides.py`, from "
+           "each claim's design and power checks).")
 
 
 def slice_of(path) -> str:
@@ -88,13 +95,32 @@ def presentation(name: str):
 # ----------------------------------------------------------------------------- the answer
 
 
+ANSWER_COLUMNS = ("claim", "verdict", "the number behind it", "what would decide it")
+
+
 def answer_section(claims: pd.DataFrame) -> list[str]:
-    """One line per claim: its state (coloured in the HTML), the claim and what decided it."""
+    """One row per claim: the claim, its verdict (its state coloured in the HTML), the one number
+    behind it with its interval, and what would decide it, each a few words
+    (``sparselen.report.answer``); then the counts and what this config's design decides."""
     heads = claims[claims["group"] == "all"]
-    lines = ["## The answer", ""]
-    lines += [f"- **{h.claim}** **{h.state}** {_tag(h)}*{h.statement}* {_sentence(h.answer)}"
-              for h in heads.itertuples()]
-    return lines + ["", counts_line(heads), "", TAGS, "", READING, ""]
+    rows = [[cell.replace("|", "/") for cell in (f"**{h.claim}** {_tag(h)}{h.statement}", _verdict_cell(h),
+                                                 _text(getattr(h, "number", "")), _text(getattr(h, "to_decide", "")))]
+            for h in heads.itertuples()]
+    return ["## The answer", "", grid(list(ANSWER_COLUMNS), rows), "", counts_line(heads), "", TAGS, "", READING, ""]
+
+
+def _verdict_cell(head) -> str:
+    """The state in bold (coloured in the HTML), then what the answer adds to it."""
+    said = _text(getattr(head, "said", "")) or head.state
+    rest = said[len(head.state):] if said.startswith(head.state) else f": {said}"
+    return f"**{head.state}**{rest}"
+
+
+def decides_section(decides) -> list[str]:
+    """What each shipped config's design decides (``report_claims``'s table), where it was written."""
+    if decides is None or not Path(decides).exists():
+        return []
+    return ["## What each shipped config decides", "", DECIDES, "", Path(decides).read_text().strip(), ""]
 
 
 def _tag(head) -> str:
@@ -111,9 +137,13 @@ def scope_lines(claims: pd.DataFrame) -> list[str]:
     said = (", ".join(f"{h.claim} {_tag(h).strip()}" for h in decided.itertuples()) if len(decided)
             else "none of the claims")
     lines = [f"This run decided {said}."]
+    short = [f"{h.claim} ({under_powered(h)})" for h in decided.itertuples() if under_powered(h)]
+    if short:
+        lines.append(f"Its design is short of the power it needs for {', '.join(short)}: another seed set may "
+                     "leave it undecided.")
     if len(undecidable):
-        lines.append(f"By its design it cannot decide {', '.join(undecidable['claim'])}: each line below names the "
-                     "shipped config that can.")
+        lines.append(f"By its design it cannot decide {', '.join(undecidable['claim'])}: \"What each shipped config "
+                     "decides\" names the configs that can.")
     return [" ".join(lines), "", SOURCES, "", CRITERIA, ""]
 
 
@@ -135,6 +165,7 @@ def details_section(claims: pd.DataFrame) -> list[str]:
         groups = claims[(claims["claim"] == h.claim) & (claims["group"] != "all")]
         lines += [f"### {h.claim}: {h.statement}", "",
                   f"**{h.state}**; the evidence: [{h.figure}.png](../figures/{h.figure}.png)", "",
+                  *([_sentence(h.answer), ""] if h.state != NOT_RUN and _text(h.answer) else []),
                   "<details><summary>The paper's words, the criterion, each group</summary>", "",
                   quote_line(h.claim, h.quote), "", f"Criterion: {h.criterion}", ""]
         if h.state == NOT_RUN or groups.empty:
@@ -324,13 +355,17 @@ def run_line(benchmarks: Path) -> str:
     return f"Rendered {when} on host `{socket.gethostname()}`; {wall}."
 
 
-def build(claims_csv, hyperparam_csvs, rules_csv, figures_csv, figures, tables, run_files, out_md) -> str:
+def build(claims_csv, hyperparam_csvs, rules_csv, figures_csv, figures, tables, run_files, out_md,
+          decides=None) -> str:
+    """The report's Markdown, written to ``out_md`` (``decides``: the table of what each shipped
+    config decides, ``report_claims``'s; absent, the report goes without it)."""
     out_dir = Path(out_md).parent
     claims = pd.read_csv(claims_csv)
     lines = [f"# {TITLE}", "",
              "Golowich, Jelassi, Brandfonbrener, Kakade, Malach, ICML 2025 (arXiv 2502.16792). Every number below "
              "was computed by this run.", "", run_line(out_dir.parent / "benchmarks"), "", *scope_lines(claims)]
     lines += answer_section(claims)
+    lines += decides_section(decides)
     for name in SECTIONS:
         lines += slice_section(name, [f for f in figures if slice_of(f) == name],
                                [t for t in tables if slice_of(t) == name], claims, out_dir)

@@ -210,14 +210,16 @@ INDENT = " " * 6
 
 def verdict_lines(head) -> list[str]:
     """A claim's lines: its id, state, what it rests on and its statement (wrapped), then the
-    reason in brief (``answer.brief``; a claims table without one: its answer, clipped)."""
+    reason in brief (``answer.brief``: the reason first, whole, then details cut to fit; a claims
+    table without one: its answer, clipped), wrapped under the width."""
     from sparselen.report.answer import clip
 
     tag = f" [{head.tag}]" if isinstance(getattr(head, "tag", None), str) else ""
     first = f"  {head.claim:<3} {head.state}{tag}: {head.statement}"
     brief = getattr(head, "brief", None)
     reason = brief if isinstance(brief, str) else clip(head.answer)
-    return [*textwrap.wrap(first, WIDTH, subsequent_indent=INDENT), INDENT + reason]
+    return [*textwrap.wrap(first, WIDTH, subsequent_indent=INDENT),
+            *textwrap.wrap(reason, WIDTH, initial_indent=INDENT, subsequent_indent=INDENT)]
 
 
 def verdict_table(claims: pd.DataFrame, report: Path = REPORT_HTML) -> list[str]:

@@ -810,3 +810,18 @@ def test_the_last_token_batch_knob_prices_the_analysis_passes_and_names_itself(p
         assert "language.analysis_batch_size" in keys and "language.analysis.batch_size" in keys
     grad = [t for t in priced[512]["language_analyze"].terms if t.kind == "grad"]
     assert grad == [t for t in priced[32]["language_analyze"].terms if t.kind == "grad"]  # saliency keeps its rows
+
+
+def test_the_readme_runbook_states_what_the_estimate_prints(paper_jobs):
+    """The README's paper-scale runbook gives `sparselen estimate --configfile configs/paper.yaml
+    --gpu h100 --gpus-available 8`'s GPU-hours, CPU-hours and wall clock, as the command prints
+    them (the same profile and tables)."""
+    cfg, printed = load(PAPER), []
+    gpu, cpu = profiles.resolve("h100", 0.4, None, compile=bool(cfg.get("compile")))
+    tables.report(cfg, paper_jobs, gpu, cpu, out=printed.append, err=printed.append, gpus_available=(8,))
+    out = "\n".join(map(str, printed))
+    total = re.search(r"Total: (\d+:\d\d) CPU-hours, (\d+:\d\d) GPU-hours", out)
+    wall = re.search(r"Wall clock .*: 8 GPUs: (\d+:\d\d)", out)
+    runbook = (ROOT / "README.md").read_text().split("## Paper scale on GPUs")[1].split("\n## ")[0]
+    said = f"{total[2]} GPU-hours and {total[1]} CPU-hours of jobs, {wall[1]} wall clock on 8 GPUs"
+    assert said in " ".join(runbook.split()), said

@@ -1,7 +1,8 @@
 """The claims on hand-made tables with known answers: for every claim each outcome (holds, does
 not hold, inconclusive for each reason) with its reason; runs that vary by seed, so the
 seed-level intervals and the stability check are exercised; the interval's coverage by
-simulation; the configurations that can decide each claim."""
+simulation; what a design lacks to decide a claim (the table of what each shipped config
+decides: test_decides.py)."""
 
 import importlib.util
 import itertools
@@ -789,22 +790,6 @@ def test_the_default_decides_c1_only_when_coupling_generalizes_on_its_seeds():
     cfg = load([ROOT / "config.yaml"])
     assert bench.decide(cfg, len(cfg["ppc"]["seeds"]), 0, 0.025)["verdict"] == HOLDS
     assert bench.decide(cfg, len(cfg["ppc"]["seeds"]), 1, 0.025)["verdict"] == INCONCLUSIVE
-
-
-def test_configs_readme_says_which_config_can_decide_each_claim():
-    """The table in configs/README.md is what the claims' design checks say of the shipped
-    configurations (the report's "decidable on" column)."""
-    shipped = {name: load([ROOT / path]) for name, path in
-               (("config.yaml", "config.yaml"), ("cpu-extended.yaml", "configs/cpu-extended.yaml"),
-                ("paper.yaml", "configs/paper.yaml"))}
-    designs = cl.designs(shipped)
-    text = (ROOT / "configs/README.md").read_text()
-    table = text.split("## Which configuration can decide each claim")[1].split("\n## ")[0]
-    rows = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:5]]
-            for line in table.splitlines() if re.match(r"\| [A-Z]\d ", line)}
-    assert set(rows) == set(designs)
-    for claim, names in designs.items():
-        assert rows[claim] == ["yes" if name in names else "no" for name in shipped], claim
 
 
 def test_a_design_decides_only_with_the_seeds_that_give_it_power():

@@ -121,13 +121,22 @@ def test_the_report_opens_with_the_answer(tmp_path):
     sections = [line for line in md.splitlines() if line.startswith("## ")]
     assert sections[0] == "## The answer"
     answer = md.split("## The answer")[1].split("\n## ")[0]
-    lines = [line for line in answer.splitlines() if line.startswith("- ")]
-    assert [line.split("**")[1] for line in lines] == list(claims.loc[claims["group"] == "all", "claim"])
-    p1 = next(line for line in lines if line.startswith("- **P1**"))
-    assert p1.startswith("- **P1** **holds** [paper's task] *Sparser tasks")
-    assert "Spearman's rho -1.00 (95% interval" in p1
-    assert "K_train=4, 6 seeds run): below 0, the sparser the task" in p1
-    assert "**holds** [paper's task] *Sparser" in p1
+    rows = [line for line in answer.splitlines() if line.startswith("| **")]
+    assert [row.split("**")[1] for row in rows] == list(claims.loc[claims["group"] == "all", "claim"])
+    assert "| claim | verdict | the number behind it | what would decide it |" in answer
+    cells = {row.split("**")[1]: [c.strip() for c in row.strip("|").split("|")] for row in rows}
+    # the claim, its verdict, the one number behind it with its interval, what would decide it
+    assert cells["P1"][0] == "**P1** [paper's task] Sparser tasks length-generalize better."
+    assert cells["P1"][1] == "**holds**"
+    assert re.fullmatch(r"Spearman's rho, accuracy against k_test -1\.00 \[-1\.00, -0\.\d\d\] \(needs < 0; K_train=4\)",
+                        cells["P1"][2]), cells["P1"][2]
+    assert cells["P1"][3].startswith("decided: ") and cells["P1"][3].endswith("of seed resamples give another verdict")
+    from sparselen.report.answer import WORDS
+
+    assert all(len(c.split()) <= WORDS for row in cells.values() for c in row[1:])
+    # the fits and gates go to the claim's own section, its full line first
+    details = md.split("### P1")[1].split("### ")[0]
+    assert "Spearman's rho -1.00 (95% interval" in details and "K_train=4, 6 seeds run): below 0, the sparser" in details
     # the first lines: what the run decided and on what, the sources, the criteria's history
     opening = md.split("## The answer")[0]
     assert "This run decided P1 [paper's task], P2 [paper's task]" in opening
@@ -136,7 +145,7 @@ def test_the_report_opens_with_the_answer(tmp_path):
     assert "Rendered " in opening and " on host `" in opening and "of wall time" in opening
     assert "The paper (abstract): \"length generalization occurs" in md
     assert "## Glossary" in md and "Stands for the paper's sparse parity figure" in md
-    assert "- **C1** **not run** [paper's task] *Position coupling" in answer and "The ppc slice was not run." in answer
+    assert cells["C1"][1] == "**not run**" and "The ppc slice was not run." in md
     # every group's reason once, in the details
     for reason in claims.loc[claims["group"] != "all", "reason"].dropna().unique():
         assert md.count(reason) == 1, reason
@@ -146,6 +155,29 @@ def test_the_report_opens_with_the_answer(tmp_path):
     assert "not run" in md.split("## Position coupling")[1].split("##")[0]
     assert 'class="verdict v0">holds</strong>' in html and "data:image/png;base64," in html
     assert '<h2 id="the-answer">The answer</h2>' in html and "<details><summary>" in html
+
+
+def test_the_answer_table_says_what_each_number_means(tmp_path):
+    """An interval over every value the statistic can take says so; a holds names on how many
+    groups it rests; the report shows what each shipped config decides."""
+    from types import SimpleNamespace
+
+    from sparselen.report.answer import number
+
+    groups = pd.DataFrame({"group": ["copy_repeat"], "tested": [True], "control": [False], "verdict": ["inconclusive"],
+                           "value": [0.0], "ci_low": [-1.0], "ci_high": [1.0], "reason": [""]})
+    head = SimpleNamespace(claim="C1", state="inconclusive", decided="inconclusive")
+    assert number(head, groups) == ("coupled - best baseline, exact-match points +0 [any value: too few fitted runs to "
+                                    "say anything] (needs > 0; copy_repeat)")
+    decides = tmp_path / "decides.md"
+    decides.write_text("| claim | `config.yaml` |\n| --- | --- |\n| P1 | no (0%) |\n")
+    claims = check({"parity": parity_runs(sparse_wins)})
+    from sparselen.report import render
+
+    lines = render.decides_section(decides)
+    assert lines[0] == "## What each shipped config decides" and "| P1 | no (0%) |" in "\n".join(lines)
+    assert render.decides_section(tmp_path / "absent.md") == []
+    assert render.answer_section(claims)[0] == "## The answer"
 
 
 def test_a_claim_this_config_cannot_decide_says_so_and_which_config_can(tmp_path):
@@ -163,6 +195,8 @@ def test_a_claim_this_config_cannot_decide_says_so_and_which_config_can(tmp_path
                                    "the margin above chance kept at the longest length against k_test has Spearman's "
                                    "rho -1.00")
     assert p1["brief"].startswith("2 seeds per group (a stable verdict needs 4); measured: the margin above chance")
+    assert p1["said"] == "not decidable on this config: 2 seeds per group (a stable verdict needs 4)"
+    assert p1["to_decide"] == "run configs/paper.yaml"
     md, _ = rendered(tmp_path, table)
     details = md.split("### P1")[1].split("### ")[0]
     assert "Stability" not in details and "This config cannot decide it" in details
@@ -220,8 +254,12 @@ def test_decided_claims_give_their_absolute_numbers_and_where_and_the_fitted_run
     parity = check({"parity": parity_runs(sparse_wins, lengths=(20, 50, 200))})
     assert re.fullmatch(r"K_train=4 at 2l = 200 \(10x the longest trained\), margin kept k=1 8\d%, k=2 7\d%, "
                         r"k=3 5\d%, k=4 4\d%", head(parity, "P1")["brief"]), head(parity, "P1")["brief"]
-    assert re.fullmatch(r"k_test = K_train = 4: 9\d% on training lengths, 7\d% at 2l = 200, 10x the longest; 6 seeds "
-                        r"fit", head(parity, "P2")["brief"]), head(parity, "P2")["brief"]
+    # an inconclusive claim's reason comes first, its numbers after, cut to fit
+    assert head(parity, "P2")["state"] == "inconclusive"
+    assert re.fullmatch(r"the interval includes the threshold on K_train=4; k_test = K_train = 4: 9\d% on training "
+                        r"\.\.\.", head(parity, "P2")["brief"]), head(parity, "P2")["brief"]
+    assert re.match(r"k_test = K_train = 4: 9\d% on training lengths, 7\d% at 2l = 200, 10x the longest; 6 seeds fit",
+                    head(parity, "P2")["answer"]), head(parity, "P2")["answer"]
     falls = check({"parity": parity_runs(sparse_wins, lengths=(20, 50, 100, 200))})
     rates = re.fullmatch(r"K_train=4, 2l = 50-100: margin lost per doubling of length, k=1 (\d+)%, k=2 (\d+)%, "
                          r"k=3 (\d+)%, k=4 (\d+)%", head(falls, "P3")["brief"])
@@ -244,24 +282,30 @@ def test_decided_claims_give_their_absolute_numbers_and_where_and_the_fitted_run
     assert tag("ppc", nothing_ran) == "paper's task"  # C2 with none of its tasks run
 
 
-def test_a_line_that_sends_the_user_to_paper_yaml_names_what_it_decides_and_its_power():
+def test_a_line_that_sends_the_user_to_paper_yaml_names_its_power_not_every_claim_it_decides():
     from conftest import ROOT
     from test_claims import FACTS, RES
 
     from sparselen.interface.config import load
     from sparselen.report import claims as cl
+    from sparselen.report import decides
 
     shipped = {"config.yaml": load([ROOT / "config.yaml"]), "paper.yaml": load([ROOT / "configs/paper.yaml"])}
-    deciders = cl.deciders(shipped)
+    deciders = decides.deciders(decides.reaches(shipped))
     runs = parity_runs(sparse_wins, seeds=(0, 1))
-    table = cl.check({"parity": {"evals": runs}}, RES, FACTS, designs=deciders,
-                     gaps=cl.design_gaps({"parity": shipped["config.yaml"]["parity"]}))
+    sections = {"parity": shipped["config.yaml"]["parity"]}
+    table = cl.check({"parity": {"evals": runs}}, RES, FACTS, designs=deciders, gaps=cl.design_gaps(sections),
+                     rates=cl.error_rates(sections))
     p1 = table[(table["claim"] == "P1") & (table["group"] == "all")].iloc[0]
     assert p1["state"] == "not decidable on this config"
     assert p1["design"].startswith("needs about ") and "seeds per K_train for 80% power" in p1["design"]
     power = cl.CLAIMS[0].power(shipped["paper.yaml"]["parity"])
-    assert f"run configs/paper.yaml (power {power:.0%} at the measured effect; decides P1, P2" in p1["answer"]
+    assert f"run configs/paper.yaml (power {power:.0%}); measured" in p1["answer"] and "decides P1" not in p1["answer"]
+    assert p1["to_decide"] == f"run configs/paper.yaml (power {power:.0%})"
     assert power >= 0.8
+    # the terminal's line: the design and this config's power first, whole
+    mine = cl.CLAIMS[0].power(sections["parity"])
+    assert p1["brief"].startswith(f"needs about ") and f"this config runs 3 ({mine:.0%} power)" in p1["brief"]
 
 
 def test_a_verdict_line_carries_its_error_rates_at_the_configs_sizes(tmp_path):
@@ -286,11 +330,15 @@ def test_a_verdict_line_carries_its_error_rates_at_the_configs_sizes(tmp_path):
     assert p1["answer"].endswith(". Error rates: false holds under no effect 2/40 (calibration at this config's sizes, "
                                  f"worst of 2 scenarios); power at the measured effect {power:.0%}")
     md, _ = rendered(tmp_path, cl.check(runs, RES, FACTS, rates=cl.error_rates({"parity": section}, table=made)))
-    assert "Error rates: false holds under no effect 2/40" in md.split("## The answer")[1].split("\n## ")[0]
+    assert "Error rates: false holds under no effect 2/40" in md.split("### P1")[1].split("\n### ")[0]
     # a claim that holds on a design short of power still shows its power (its reason does not)
     gap = {"P1": "needs about 57 seeds per K_train for 80% power; this config runs 6"}
     held = cl.check(runs, RES, FACTS, gaps=gap, rates=cl.error_rates({"parity": section}, table=made)).iloc[0]
     assert held["state"] == "holds" and held["answer"].endswith(f"power at the measured effect {power:.0%}")
+    # and its verdict, its terminal line and what would decide it say the design was short of power
+    assert held["said"] == f"holds; design under-powered: {power:.0%} power"
+    assert held["brief"].startswith(f"design under-powered: {power:.0%} power; K_train=4 at 2l")
+    assert held["to_decide"] == "decided on this seed set; needs about 57 seeds per K_train for 80% power; this config runs 6"
     # the shipped file at paper.yaml's sizes
     shipped = rates.worst(rates.load(), "P1", sizes)
     assert shipped is not None, f"paper.yaml's parity sizes are not in {rates.FILE}: {rates.REGENERATE}"

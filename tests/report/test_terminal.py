@@ -187,11 +187,16 @@ def test_a_claim_nothing_could_test_names_what_binds_before_the_design():
     head = SimpleNamespace(claim="P1", state=NOT_DECIDABLE, design="3 seeds per group (a stable verdict needs 4)",
                            decidable_on="paper.yaml", reason="no group could be tested", decided="inconclusive")
     short = brief(head, groups)
-    assert short.startswith("not tested: K_train=2: 2 fitted k_test <= K_train [1, 2] (a rank needs 3 cells)")
+    # the design first, whole; then the gates, cut to fit
+    assert short.startswith("3 seeds per group (a stable verdict needs 4); not tested: K_train=2: 2 fitted k_test")
     assert len(short) <= BRIEF and short.endswith(" ...")
     full = answer(head, groups, "3 seeds run")
     assert full.startswith("nothing could be tested: K_train=2: 2 fitted") and "K_train=3: k_test=3: 1 of 3" in full
     assert full.endswith("by design, 3 seeds per group (a stable verdict needs 4): run configs/paper.yaml")
+    head.design = "needs about 33 seeds per K_train " + "and more " * 6 + "for 80% power; this config runs 3 (0% power)"
+    head.power = 0.0
+    short = brief(head, groups)  # a reason longer than the brief is kept whole, its details left out
+    assert short == head.design and len(short) > BRIEF
 
 
 def test_time_left_prices_each_pending_job_at_its_rules_pace(capsys):

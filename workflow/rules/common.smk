@@ -13,6 +13,7 @@ import sparselen.estimate.packing
 import sparselen.interface.config
 import sparselen.jobs.checks
 import sparselen.report.claims
+import sparselen.report.decides
 import sparselen.runtime.provenance
 import sparselen.training.resumable
 from sparselen.nn.model import POSITION_SCHEMES
@@ -339,7 +340,7 @@ CLAIMS_SOURCES = source_hash(
 # The shipped configurations: the report says which of them can decide each claim.
 SHIPPED_CONFIGS = [
     str(sparselen.interface.config.ROOT / path)
-    for path in ("config.yaml", "configs/cpu-extended.yaml", "configs/paper.yaml")
+    for path in sparselen.report.decides.SHIPPED.values()
 ]
 
 

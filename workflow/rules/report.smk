@@ -9,6 +9,7 @@ rule report_claims:
     output:
         csv="results/report/claims.csv",
         md="results/report/claims.md",
+        decides="results/report/decides.md",
         html=report(
             "results/report/claims.html",
             caption="../report/claims.rst",
@@ -76,6 +77,7 @@ rule report_ledger:
 rule report_render:
     input:
         claims=rules.report_claims.output.csv,
+        decides=rules.report_claims.output.decides,
         hyperparams=expand(
             "results/report/hyperparams/{experiment}.csv", experiment=REPORT_SLICES
         ),
