@@ -75,6 +75,18 @@ def language_tokens(config: dict, directory: Path) -> tuple[str, bool]:
     return str(path), False
 
 
+def run_jobs(d, config: dict, tokens: str, size: int | None = None) -> list:
+    """The jobs of the runs ``d`` trains (a stack job's first ``size`` seeds, else its one run),
+    as their own rule would hand them over: what the slices' ``training`` builds runs from."""
+    from sparselen.interface.job import Job, per_run_rule
+
+    params = {k: v for k, v in vars(d.params).items() if k not in ("stack_seeds", "checkpoint")}
+    wildcards = {k: v for k, v in vars(d.wildcards).items() if k not in ("seed", "seeds")}
+    seeds = list(d.params.stack_seeds)[:size] if hasattr(d.params, "stack_seeds") else [d.wildcards.seed]
+    return [Job.of(per_run_rule(d.rule), params=params, wildcards={**wildcards, "seed": s}, config=config,
+                   input={"tokens": tokens} if d.slice == "language" else None) for s in seeds]
+
+
 def shapes(config: dict, dag_jobs, tokens: str) -> list[tuple[tuple, object, tuple]]:
     """One (key, DAG job, (model config, trainer settings, batch function)) per distinct shape
     of the DAG's trainings, in workflow order."""
