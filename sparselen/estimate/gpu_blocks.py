@@ -474,16 +474,24 @@ def thread_counts() -> list[int]:
 
 
 def limits(block) -> dict:
-    """Put this process under the block's limits (``gpu_check.Block``); returns them as its rows
-    report them: the CPUs it may run on, its soft open-file limit."""
+    """Put this process under the block's limits (``gpu_check.Block``) where the platform lets
+    it; returns them as its rows report them: the CPUs it may run on, its soft open-file limit
+    (so a limit not set shows as not set)."""
     import resource
 
     if block.one_cpu and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        try:
+            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        except OSError:
+            pass
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if block.open_files:
-        soft = block.open_files if hard == resource.RLIM_INFINITY else min(block.open_files, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        try:
+            wanted = block.open_files if hard == resource.RLIM_INFINITY else min(block.open_files, hard)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):
+            pass
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"cpus": cpus, "fd_limit": soft}
 
