@@ -1,4 +1,5 @@
-"""The commands a user runs by hand: ``sparselen estimate | pilot | export-hf | clean-checkpoints``.
+"""The commands a user runs by hand: ``sparselen estimate | pilot | gpu-check | export-hf |
+clean-checkpoints``.
 The workflow's steps run through ``sparselen.interface.job``, not through this CLI."""
 
 from __future__ import annotations
@@ -70,6 +71,15 @@ def pilot(args) -> None:
     run_pilot(args.configfile, args.steps, args.out, args.peak_tflops)
 
 
+def gpu_check(args) -> int:
+    """Exit status 1 when no training step was measured (no profile written)."""
+    from sparselen.estimate.gpu_check import gpu_check as run_check
+
+    result = run_check(args.configfile, args.out, args.budget, args.steps, tuple(args.blocks), args.plan,
+                       args.plan_only)
+    return 0 if result["profile"] is not None or args.plan_only else 1
+
+
 def export_hf(args) -> None:
     from sparselen.training.hf_export import export_hf
 
@@ -85,7 +95,8 @@ def clean_checkpoints(args) -> None:
 
 DESCRIPTION = ("Commands to run by hand beside the workflow (make run or snakemake runs the experiments): "
                "estimate a config's compute before launching it, measure its model shapes on your own device "
-               "(pilot), export a trained model to transformers, remove the checkpoints of finished trainings.")
+               "(pilot, or gpu-check within minutes), export a trained model to transformers, remove the checkpoints "
+               "of finished trainings.")
 
 
 def positive_int(text: str) -> int:
@@ -160,6 +171,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the device's peak TFLOP/s for MFU (default: config peak_tflops, else a GPU's datasheet "
                         "bf16 peak by its name)")
     s.set_defaults(func=pilot)
+    from sparselen.estimate.gpu_check import NAMES
+
+    s = command("gpu-check", "the GPU check before a campaign, in at most --budget seconds on one GPU: a few timed "
+                "steps of the job of each block of the config's GPU-hours, largest first (stacks, the language "
+                "model's step, the analysis' passes, the SFA on 1 and 16 threads); rows to OUT/gpu_check.csv as "
+                "each block ends, and a device profile (OUT/profile.json) for `sparselen estimate --gpu`")
+    s.add_argument("--configfile", nargs="+", default=[],
+                   help="config files as given to snakemake --configfile (without it: the checkout's config.yaml)")
+    s.add_argument("--out", default="results/gpu_check", help="the directory of the plan, the rows and the profile")
+    s.add_argument("--budget", type=float, default=480.0, help="seconds for the whole check, planning included")
+    s.add_argument("--steps", type=positive_int, default=20, help="timed steps per block, after its warm-up")
+    s.add_argument("--blocks", nargs="+", choices=NAMES, default=list(NAMES), metavar="BLOCK",
+                   help=f"the blocks to run (of {', '.join(NAMES)})")
+    s.add_argument("--plan-only", action="store_true",
+                   help="write the check's plan (OUT/plan.pkl: Snakemake's DAG priced by the estimate) and stop")
+    s.add_argument("--plan", default=None, metavar="FILE",
+                   help="run a plan written by --plan-only instead of the config's: on a GPU machine whose Python has "
+                        "torch but not Snakemake (--configfile is then not read)")
+    s.set_defaults(func=gpu_check)
     s = command("export-hf", "write a trained model as a transformers GPTNeoXForCausalLM directory")
     s.add_argument("model", help="a model file written by training (model.pt)")
     s.add_argument("dir", help="output directory")
@@ -177,8 +207,10 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from snakemake_interface_common.exceptions import WorkflowError
-
+    try:
+        from snakemake_interface_common.exceptions import WorkflowError
+    except ImportError:  # a GPU check run from its plan, where the workflow's packages are not installed
+        WorkflowError = ()
     try:
         status = args.func(args)
     except WorkflowError as e:  # an invalid config: the schema's message, not a traceback

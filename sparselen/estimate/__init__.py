@@ -5,7 +5,8 @@ profile, and its peak memory from its shapes (``sparselen estimate``).
 prices each with its slice's cost function (``sparselen/<slice>/cost.py``, built from
 ``sparselen.nn.flops`` and ``sparselen.nn.memory``), ``profiles`` turns the work into seconds on
 a named GPU (datasheet bf16 peak x an assumed utilization, and its memory) or a measured profile
-(``calibrate``; benchmarks/calibrate.py; ``pilot``, ``sparselen pilot``), ``tracker`` measures
+(``calibrate``; benchmarks/calibrate.py; ``pilot``, ``sparselen pilot``; ``gpu_check``, ``sparselen
+gpu-check``, whose blocks ``gpu_blocks`` runs, each in a process of its own), ``tracker`` measures
 peak tensor memory on the CPU (benchmarks/memory.py), and ``tables`` prints hours and memory per
 slice and per job type, GPU-hours and submissions with and without packing (small models sharing
 a GPU: ``packing``), the assumptions behind them, warns where a SLURM submission would exceed its

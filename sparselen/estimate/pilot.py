@@ -7,8 +7,9 @@ datasheet peak, or ``--peak-tflops``), peak memory beside the memory model's pre
 whether the loss fell: a recipe check, flagging a shape whose loss does not fall in the run's
 first steps at its learning rate. Where a slice stacks its runs (``stack``), it also trains a
 stack of that many runs of each of its shapes (``sparselen.training.stacked``) and measures its step and
-peak memory. Every row shows the step the estimate predicts with the fitted profile. It writes a device profile fitted to the measured steps
-(``sparselen.estimate.calibrate.fit``), which ``sparselen estimate --gpu FILE`` reads (a CPU's:
+peak memory (a shape of a stack job is its first run's). Every row shows the step the estimate
+predicts with the fitted profile. It writes a device profile fitted to the measured steps,
+single runs' and stacks' (``sparselen.estimate.calibrate.fit``), which ``sparselen estimate --gpu FILE`` reads (a CPU's:
 ``--cpu-profile FILE``), so the campaign's estimate comes from the user's own hardware.
 
 Each shape trains through the real trainer on its slice's own batch function (``training`` in
@@ -75,21 +76,32 @@ def language_tokens(config: dict, directory: Path) -> tuple[str, bool]:
     return str(path), False
 
 
+def run_jobs(d, config: dict, tokens: str, size: int | None = None) -> list:
+    """The jobs of the runs ``d`` trains (a stack job's first ``size`` seeds, else its one run),
+    as their own rule would hand them over: what the slices' ``training`` builds runs from."""
+    from sparselen.interface.job import Job, per_run_rule
+
+    params = {k: v for k, v in vars(d.params).items() if k not in ("stack_seeds", "checkpoint")}
+    wildcards = {k: v for k, v in vars(d.wildcards).items() if k not in ("seed", "seeds")}
+    seeds = list(d.params.stack_seeds)[:size] if hasattr(d.params, "stack_seeds") else [d.wildcards.seed]
+    return [Job.of(per_run_rule(d.rule), params=params, wildcards={**wildcards, "seed": s}, config=config,
+                   input={"tokens": tokens} if d.slice == "language" else None) for s in seeds]
+
+
 def shapes(config: dict, dag_jobs, tokens: str) -> list[tuple[tuple, object, tuple]]:
     """One (key, DAG job, (model config, trainer settings, batch function)) per distinct shape
-    of the DAG's trainings, in workflow order."""
+    of the DAG's trainings (a stack job's by its first run), in workflow order."""
     from unittest import mock
 
-    from sparselen.interface.job import Job
+    from sparselen.interface.job import per_run_rule
     from sparselen.language import data
 
     seen, out = set(), []
     with mock.patch.object(data, "load_tokens", functools.lru_cache(maxsize=1)(data.load_tokens)):  # read once
         for d in dag_jobs:
-            if d.rule not in TRAINING_RULES:
+            if per_run_rule(d.rule) not in TRAINING_RULES:
                 continue
-            job = Job.of(d.rule, params=vars(d.params), wildcards=vars(d.wildcards), config=config,
-                         input={"tokens": tokens} if d.slice == "language" else None)
+            job = run_jobs(d, config, tokens, size=1)[0]
             mc, tc, batches = importlib.import_module(f"sparselen.{d.slice}.jobs").training(job)
             key = shape_key(d.slice, mc, tc, getattr(d.wildcards, "context", None))
             if key not in seen:
@@ -159,16 +171,18 @@ def step_time(rows, per_step: dict) -> tuple[float, float]:
 
 def cell_trainings(config: dict, dag_jobs, d, tokens: str, size: int) -> list[tuple]:
     """(model config, trainer settings, batch function) of the first ``size`` runs of ``d``'s
-    cell (its rule and wildcards but the seed), in seed order: the runs a stack trains together."""
-    from sparselen.interface.job import Job
-
-    cell = {k: v for k, v in vars(d.wildcards).items() if k != "seed"}
-    members = sorted((j for j in dag_jobs if j.rule == d.rule
-                      and {k: v for k, v in vars(j.wildcards).items() if k != "seed"} == cell),
-                     key=lambda j: j.wildcards.seed)[:size]
+    cell (its rule and wildcards but the seed), in seed order: the runs a stack trains together
+    (a stack job's: its own first ``size``)."""
+    if hasattr(d.params, "stack_seeds"):
+        jobs = run_jobs(d, config, tokens, size)
+    else:
+        cell = {k: v for k, v in vars(d.wildcards).items() if k != "seed"}
+        members = sorted((j for j in dag_jobs if j.rule == d.rule
+                          and {k: v for k, v in vars(j.wildcards).items() if k != "seed"} == cell),
+                         key=lambda j: j.wildcards.seed)[:size]
+        jobs = [run_jobs(j, config, tokens)[0] for j in members]
     module = importlib.import_module(f"sparselen.{d.slice}.jobs")
-    return [module.training(Job.of(j.rule, params=vars(j.params), wildcards=vars(j.wildcards), config=config,
-                                   input={"tokens": tokens} if j.slice == "language" else None)) for j in members]
+    return [module.training(job) for job in jobs]
 
 
 def measure_stack(d, trainings: list[tuple], config: dict, steps: int, device, peak: float, directory: Path) -> dict:
@@ -188,16 +202,16 @@ def measure_stack(d, trainings: list[tuple], config: dict, steps: int, device, p
     mc, S = trainings[0][0], len(trainings)
     steps = min(steps, trainings[0][1].steps)
     meta = memory.meta_model(mc)
-    per_step = {}  # step -> (the first run's tokens, all runs' tokens, all runs' model FLOPs)
 
-    def counted(fn, first: bool):
-        def batch(step):
-            b = fn(step)
-            mine, tokens, flops = per_step.get(step, (0, 0, 0.0))
-            per_step[step] = (mine + first * b.num_tokens, tokens + b.num_tokens,
-                              flops + b.num_tokens * meta.flops_per_token(b.input_ids.shape[1]))
-            return b
-        return batch
+    def counts(step: int) -> tuple:
+        """(the first run's tokens, all runs' tokens, their model FLOPs, the FLOPs of their rows
+        padded to the step's longest) of a step, its batches drawn again here: on CUDA the stack
+        draws them in its worker process, and each is a function of its run and the step."""
+        drawn = [fn(step) for _, _, fn in trainings]
+        longest, rows = max(b.input_ids.shape[1] for b in drawn), sum(b.input_ids.shape[0] for b in drawn)
+        return (drawn[0].num_tokens, sum(b.num_tokens for b in drawn),
+                sum(b.num_tokens * meta.flops_per_token(b.input_ids.shape[1]) for b in drawn),
+                rows * longest * meta.flops_per_token(longest))
 
     runtime = Runtime(str(device), bool(config["compile"]), int(config["threads"]), peak_flops=peak)
 
@@ -213,7 +227,7 @@ def measure_stack(d, trainings: list[tuple], config: dict, steps: int, device, p
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
     with quiet():
-        train_stack(mc, cfgs, [counted(fn, s == 0) for s, (_, _, fn) in enumerate(trainings)], stack_runs)
+        train_stack(mc, cfgs, [fn for _, _, fn in trainings], stack_runs)
         if cuda:
             measured = torch.cuda.max_memory_allocated(device)
         else:
@@ -222,13 +236,18 @@ def measure_stack(d, trainings: list[tuple], config: dict, steps: int, device, p
                 train_stack(mc, cfgs2, [fn for _, _, fn in trainings], runs2)
             measured = tracked.peak
     # a run's log has its own tokens over the stack's time
-    step_s, flops = step_time(pd.read_csv(stack_runs[0].files.log_csv), {k: (v[0], v[2]) for k, v in per_step.items()})
+    per_step, log_rows = {s: counts(s) for s in range(steps)}, pd.read_csv(stack_runs[0].files.log_csv)
+    step_s, flops = step_time(log_rows, {k: (v[0], v[2]) for k, v in per_step.items()})
+    padded = step_time(log_rows, {k: (v[0], v[3]) for k, v in per_step.items()})[1]
     work = stacks.stack_work([cost_function(d.rule)(d, config)] * S, d.slice)
     predicted = work.memory.get("gpu" if cuda else "cpu")
-    return {"slice": d.slice, "shape": describe(mc, trainings[0][1]), "job": d.name, "stack": S,
+    tc = trainings[0][1]
+    passes = math.ceil(tc.batch_size / tc.micro_batch) if 0 < tc.micro_batch < tc.batch_size else 1
+    return {"slice": d.slice, "shape": describe(mc, tc), "job": d.name, "stack": S,
             "step_ms": 1e3 * step_s, "tokens_per_s": statistics.fmean(v[1] for v in per_step.values()) / step_s,
             "mfu": flops / step_s / peak if peak else math.nan, "peak_mem_gib": measured / memory.GiB,
-            "predicted_gib": predicted.bytes / memory.GiB if predicted else math.nan, "_work": work}
+            "predicted_gib": predicted.bytes / memory.GiB if predicted else math.nan,
+            "_fit": (mc.n_layer * passes, mc.d_model, padded, step_s), "_work": work}
 
 
 @contextlib.contextmanager
@@ -266,8 +285,9 @@ def cpu_peak(mc, tc, batches, run, directory: Path) -> float:
 
 
 def profile(results: list[dict], device, compile: bool, threads: int = 1):
-    """A device profile fitted to the measured steps: FLOP rate and per-step overheads
-    (``calibrate.fit``; a GPU's width fall-off 0); forward-pass and per-job terms from the
+    """A device profile fitted to the measured steps, single runs' and stacks' (a stack's step
+    its runs' FLOPs padded to the step's longest batch, as the estimate counts them): FLOP rate
+    and per-step overheads (``calibrate.fit``; a GPU's width fall-off 0); forward-pass and per-job terms from the
     datasheet profile of the same GPU (or the built-in CPU profile): the pilot times training only.
     Shapes too small to show the FLOP rate (a fitted rate above the device's peak) keep the
     base profile's rate, and the fit sets only the overheads."""
@@ -287,11 +307,16 @@ def profile(results: list[dict], device, compile: bool, threads: int = 1):
         peak, d0 = base.peak_flops * base.utilization * (1 if cuda else threads), base.width_half
         _, _, step_s, step_layer_s = fit(rows, peak=peak, d0=d0)
     memory = torch.cuda.get_device_properties(device).total_memory if cuda else profiles.machine_memory()
-    measured = ", ".join(f"{r['shape']}: {r['step_ms']:.3g} ms" for r in results)
+    measured = ", ".join(f"{r['shape']}{stack_label(r)}: {r['step_ms']:.3g} ms" for r in results)
     return replace(base, name=f"{name} (pilot)", peak_flops=peak, utilization=1.0, width_half=d0, step_s=step_s,
                    step_layer_s=step_layer_s, memory_bytes=float(memory),
                    source=f"sparselen pilot: training steps per shape ({measured}); forward passes and start-up "
                           f"from {base.name}")
+
+
+def stack_label(row: dict) -> str:
+    """How a profile's source names a stack's row."""
+    return f", a stack of {row['stack']}" if row.get("stack", 1) > 1 else ""
 
 
 def pilot(configfiles, steps: int = 300, out: str = "pilot_profile.json", peak_tflops: float | None = None,
@@ -336,7 +361,7 @@ def pilot(configfiles, steps: int = 300, out: str = "pilot_profile.json", peak_t
                 log.info("pilot: %s (%s), a stack of %d", d.rule, d.name, size)
                 trainings = cell_trainings(config, dag_jobs, d, tokens, size)
                 stacked.append(measure_stack(d, trainings, config, steps, device, peak, directory))
-    prof = profile(results, device, bool(config["compile"]), int(config["threads"]))
+    prof = profile(results + stacked, device, bool(config["compile"]), int(config["threads"]))
     for r in results + stacked:  # the estimate's step with the fitted profile, beside the measured
         term = next(t for t in r.pop("_work").terms if t.kind == "train")
         r["predicted_ms"] = 1e3 * step_seconds(term, prof)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jsonschema
 import yaml
 
 SLICES = ("parity", "ppc", "language", "theory")
@@ -27,6 +26,8 @@ def key_path(path) -> str:
 
 def schema_errors(config: dict, schema_path=SCHEMA) -> list[str]:
     """Every schema violation as ``key.path = value: reason``."""
+    import jsonschema  # here: a GPU check run from its plan (sparselen.estimate.gpu_check) loads no config
+
     schema = yaml.safe_load(Path(schema_path).read_text())
     validator = jsonschema.Draft202012Validator(schema)
     out = []

@@ -14,7 +14,7 @@ def helps() -> dict[str, str]:
 
 def test_help_is_plain_text_with_the_defaults():
     texts = helps()
-    assert set(texts) == {"", "estimate", "pilot", "export-hf", "clean-checkpoints"}
+    assert set(texts) == {"", "estimate", "pilot", "gpu-check", "export-hf", "clean-checkpoints"}
     for name, text in texts.items():
         assert "``" not in text and "(default: None)" not in text and "(default: [])" not in text, name
     estimate = " ".join(texts["estimate"].split())
@@ -23,6 +23,8 @@ def test_help_is_plain_text_with_the_defaults():
     assert "(default: results)" in " ".join(texts["clean-checkpoints"].split())
     pilot = " ".join(texts["pilot"].split())
     assert "(default: 300)" in pilot and "(default: pilot_profile.json)" in pilot and "whether the loss fell" in pilot
+    check = " ".join(texts["gpu-check"].split())
+    assert "(default: 480.0)" in check and "(default: results/gpu_check)" in check and "largest first" in check
 
 
 def test_version(capsys):
