@@ -46,7 +46,7 @@ SOME_POWER = 0.05
 
 def reach(design: str, power: float | None) -> str:
     """Whether a config's design decides a claim (``design``: what it lacks, "" when nothing;
-    ``power``: at the measured effect, None where no spread was measured): ``YES``,
+    ``power``: at the effect it is sized at, None where it has none): ``YES``,
     ``BY_SEED_SET`` (under-powered, yet a verdict is not rare) or ``NO``."""
     if not design:
         return YES

@@ -129,7 +129,8 @@ def design_gaps(sections: dict, claims=CLAIMS) -> dict:
 def error_rates(sections: dict, claims=CLAIMS, table: dict | None = None) -> dict:
     """Per claim of a slice in ``sections`` (slice -> its validated config section), its error
     rates at this config's sizes, worded: the calibration's false "holds" (``calibration.rates``)
-    and the power at the measured effect (none where no spread was measured), and that power as
+    and the power at the effect and spread the claim is sized at (measured or assumed, said;
+    none where there are none), and that power as
     a number (``power_value``, None without a spread: what the answer table and the terminal
     read)."""
     from sparselen.statistics import rates as cr
@@ -141,7 +142,7 @@ def error_rates(sections: dict, claims=CLAIMS, table: dict | None = None) -> dic
             section = sections[c.slice]
             p = c.power(section) if c.power else None
             out[c.id] = {"false_holds": cr.false_holds(table, c.id, cr.slice_sizes(c.slice, section)),
-                         "power": cr.power_text(p), "power_value": p}
+                         "power": cr.power_text(p, c.id), "power_value": p}
     return out
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from sparselen.interface.config import ROOT, load
 from sparselen.report.answer import BY_SEED_SET, NO, SOME_POWER, YES, reach, short_design
 from sparselen.report.claims import CLAIMS
-from sparselen.statistics.power import TARGET
+from sparselen.statistics.power import SHORT_BASES, SPREADS, TARGET
 
 # The shipped configs, by the name the documents give them, and their paths in the repository.
 SHIPPED = {"config.yaml": "config.yaml", "cpu-extended.yaml": "configs/cpu-extended.yaml",
@@ -40,7 +40,7 @@ class Reach:
     claim: str
     config: str
     decides: str  # YES, BY_SEED_SET or NO
-    power: float | None  # at the measured effect; None where no spread was measured
+    power: float | None  # at the effect and spread the claim is sized at; None where it has none
     why: str  # what the design lacks ("" when nothing), or that the slice is not run
 
 
@@ -75,22 +75,28 @@ def deciders(found: list[Reach]) -> dict:
 
 
 def _power(r: Reach) -> str:
-    return "" if r.power is None else f"{r.power:.0%}"
+    """The power and, where it is not measured on this statistic, what it assumes."""
+    if r.power is None:
+        return ""
+    label = SHORT_BASES[SPREADS[r.claim].basis] if r.claim in SPREADS else ""
+    return f"{r.power:.0%}" + (f" ({label})" if label else "")
 
 
 def _cell(r: Reach) -> str:
-    return r.decides + (f" ({_power(r)})" if r.power is not None else "")
+    return r.decides + (f" ({r.power:.0%})" if r.power is not None else "")
 
 
 def legend() -> list[str]:
     """What the table's words mean, and how it is made."""
-    return [f"**{YES}**: the design has what the claim needs (at least {TARGET:.0%} power at the measured "
-            "spread, where one was measured); the evidence decides, and can still leave it inconclusive (the "
+    return [f"**{YES}**: the design has what the claim needs (at least {TARGET:.0%} power at the effect "
+            "and spread it is sized at, where it has one); the evidence decides, and can still leave it inconclusive (the "
             f"language claims on CPU: no model copies from far context). **{BY_SEED_SET}**: under-powered, at "
             f"{SOME_POWER:.0%} power or more: the claim holds on some seed sets and is not decidable on others. "
-            f"**{NO}**: the report says \"not decidable on this config\". A percentage is the power at the measured "
-            "effect (`sparselen/statistics/power.py`; none for the language claims, whose spread was never "
-            f"measured). Generated from each claim's `design` and `power` by `{COMMAND}`; "
+            f"**{NO}**: the report says \"not decidable on this config\". A percentage is the power at the effect "
+            "and spread the claim is sized at (`sparselen/statistics/power.py`): measured on this project's runs "
+            "of another model or task unless marked: *assumed effect* (the paper's, e.g. ppc = coupled), *other "
+            "statistic* (measured on a statistic the claim no longer uses), *assumed* (a generator's); none for "
+            "the language claims, whose spread was never measured. Generated from each claim's `design` and `power` by `{COMMAND}`; "
             "`tests/report/test_decides.py` fails when a document differs."]
 
 
@@ -107,7 +113,7 @@ def matrix(found: list[Reach]) -> list[str]:
 def _why(r: Reach) -> str:
     if r.decides != YES:
         return short_design(r.why)
-    return (f"at least {TARGET:.0%} power at the measured spread" if r.power is not None
+    return (f"at least {TARGET:.0%} power at the effect and spread it is sized at" if r.power is not None
             else "decided by the evidence alone: no spread measured, so no power")
 
 

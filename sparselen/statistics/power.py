@@ -12,7 +12,7 @@ of m seeds whose mean is normal about the full mean, with the finite-population 
 subset; it passes with the normal probability of clearing its own t and floor. A group is stable
 when its differing share is within ``UNSTABLE`` divided among the groups (a union bound: the
 claim's share is at most their sum). The claim's power is the product over its groups, each
-group at the measured effect (one K_train, task or k measured stands for all).
+group at the claim's effect (one K_train, task or k stands for all; ``basis``).
 
 C1 is sized from a failure rate (a seed where coupling fits and does not generalize), not a
 normal spread: its power sums, over the number of failed seeds, the chance of that number times
@@ -33,7 +33,7 @@ from scipy import stats
 
 from sparselen.statistics.verdicts import MIN_STABLE_SEEDS, UNSTABLE
 
-TARGET = 0.80  # the power a config needs at the measured effect to decide a claim
+TARGET = 0.80  # the power a config needs at the effect it is sized at to decide a claim
 MAX_SEEDS = 400  # seed counts searched for the one that reaches TARGET
 LEVEL = 0.95
 Z = stats.norm.ppf(0.5 + LEVEL / 2)
@@ -41,8 +41,9 @@ Z = stats.norm.ppf(0.5 + LEVEL / 2)
 
 @dataclass(frozen=True)
 class Spread:
-    """A claim's per-seed statistic as measured: mean ``effect`` and sd ``sd`` against
-    ``threshold`` (the claim's side above it, or below), ``where`` it was measured; ``floor(n)``:
+    """A claim's per-seed statistic as sized: mean ``effect`` and sd ``sd`` against
+    ``threshold`` (the claim's side above it, or below), ``where`` they come from, and whether
+    they were measured there or assumed (``basis``); ``floor(n)``:
     the evaluation-noise sd of the statistic's mean on n samples per cell (0: none); ``fail``: a
     failure rate instead of a normal spread (C1: seeds at ``failed`` among seeds at ``effect``)."""
 
@@ -56,6 +57,7 @@ class Spread:
     floor: object = None
     fail: float = 0.0
     failed: float = 0.0
+    basis: str = "measured"  # what the effect and spread are (``BASES``), worded on every power line
 
 
 def _retained_floor(kept: float, fit: float = 0.99, chance: float = 0.5):
@@ -68,29 +70,48 @@ def _difference_floor(a: float, b: float):
     return lambda n: math.sqrt((a * (1 - a) + b * (1 - b)) / (n + Z**2))
 
 
+# What a claim's effect and spread are: measured on this project's runs of this statistic
+# (another model, task or size than the config's: ``where`` says which), or assumed (the paper's
+# effect, a spread from another statistic or a generator). Every power line says which.
+BASES = {
+    "measured": "the effect and spread measured on {where}",
+    "assumed effect": "the paper's effect (assumed) with the spread measured on {where}",
+    "other statistic": "an effect and spread measured on another statistic ({where}), assumed to carry over",
+    "assumed": "an assumed effect and spread ({where})",
+}
+SHORT_BASES = {"measured": "", "assumed effect": "assumed effect", "other statistic": "other statistic",
+               "assumed": "assumed"}
+
 # The effects and spreads each claim is sized at (configs/README.md, "Seed power", states each).
-PARITY_K3 = "parity K_train = 3, 6 seeds of 8,000 steps (configs/README.md, \"Seed power\")"
-POINTER_COPY = "pointer_copy, 16 seeds (configs/README.md, \"Seed power\"), the paper's effect ppc = coupled"
+PARITY_K3 = "parity K_train = 3, 2 layers of width 64, 6 seeds of 8,000 steps"
+POINTER_COPY = "pointer_copy, 16 seeds, scored before the end token; the paper's effect ppc = coupled"
 SPREADS = {
     "P1": Spread("P1", "rho of the kept margin against k_test (measured on the rank of accuracy)", -0.64, 0.80, 0.0,
-                 False, PARITY_K3),
+                 False, "the rank of raw accuracy, " + PARITY_K3, basis="other statistic"),
     "P2": Spread("P2", "retained margin at k_test = K_train", 0.61, 0.28, 0.5, True, PARITY_K3,
                  floor=_retained_floor(0.61)),
     "P3": Spread("P3", "rho of the fall rate against k_test", 0.56, 0.79, 0.0, True, PARITY_K3),
     "C1": Spread("C1", "coupled's kept margin", 1.0, 0.0, 0.5, True,
-                 "copy_repeat, 12 seeds: coupled failed to generalize on 1 (configs/README.md, \"Seed power\")",
+                 "copy_repeat, 12 seeds: coupled failed to generalize on 1",
                  fail=1 / 12, failed=0.025),
     "C2": Spread("C2", "ppc - coupled (needs > -0.1; ppc - pose +0.33, sd 0.31, also)", 0.0, math.hypot(0.11, 0.11),
-                 -0.1, True, POINTER_COPY, floor=_difference_floor(0.95, 0.95)),
+                 -0.1, True, POINTER_COPY, floor=_difference_floor(0.95, 0.95), basis="assumed effect"),
     "T1": Spread("T1", "coupled - local accuracy at the largest Lbar (GPT)", 0.0, 0.18, -0.1, True,
-                 "theory GPT k = 2, 6 seeds of cpu-extended (configs/README.md, \"Seed power\"), the paper's effect "
-                 "coupled = local", floor=_difference_floor(0.9, 0.99)),
+                 "theory GPT k = 2, 6 seeds of cpu-extended; the paper's effect coupled = local",
+                 floor=_difference_floor(0.9, 0.99), basis="assumed effect"),
     "T2": Spread("T2", "growth exponent of the log loss", 1.0, 0.065, 2.0, False,
-                 "the calibration's generator (ours: no exponent fitted on runs yet): b = 1, log-loss noise 0.1"),
+                 "the calibration's generator, no exponent fitted on runs yet: b = 1, log-loss noise 0.1",
+                 basis="assumed"),
 }
 # C2 also needs ppc - best baseline > 0: pose 0.62 (sd 0.29) against ppc 0.95 (sd 0.11) on pointer_copy
 C2_GAIN = Spread("C2", "ppc - pose", 0.33, math.hypot(0.11, 0.29), 0.0, True, POINTER_COPY,
-                 floor=_difference_floor(0.95, 0.62))
+                 floor=_difference_floor(0.95, 0.62), basis="assumed effect")
+
+
+def basis(claim: str) -> str:
+    """What ``claim``'s power is computed at, in words: measured or assumed, and where."""
+    sp = SPREADS[claim]
+    return BASES[sp.basis].format(where=sp.where)
 
 
 @lru_cache(maxsize=None)

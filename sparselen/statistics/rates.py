@@ -1,6 +1,7 @@
 """The error rates a verdict line carries: how often the claim's own code said "holds" where it
 was false, counted by ``benchmarks/calibration.py --no-effect --write`` at each shipped config's
-sizes (``FILE``, package data), and the power at the measured effect (``power.claim_power``).
+sizes (``FILE``, package data), and the power at the effect and spread the claim is sized at
+(``power.claim_power``; measured or assumed, ``power.basis``).
 
 The file is the calibration's output (``sparselen.calibration.false_holds`` writes it); this
 module only reads it. A run's config is matched to the file by the sizes the claim's tables depend on: its slice's
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from sparselen.statistics.power import SPREADS, basis
 
 FILE = Path(__file__).resolve().parents[1] / "calibration" / "false_holds.json"
 REGENERATE = ".venv/bin/python benchmarks/calibration.py --no-effect --replicates 100 --write " \
@@ -59,5 +62,8 @@ def false_holds(table: dict, claim: str, sizes: dict) -> str:
     return f"false holds under no effect {w['holds']}/{w['replicates']} (calibration at this config's sizes{of})"
 
 
-def power_text(p: float | None) -> str:
-    return "no power is computed (no spread measured)" if p is None else f"power at the measured effect {p:.0%}"
+def power_text(p: float | None, claim: str = "") -> str:
+    """The power line: its value and what it is computed at (``power.basis``: measured or assumed)."""
+    if p is None:
+        return "no power is computed (no effect or spread measured or assumed)"
+    return f"power {p:.0%} at {basis(claim)}" if claim in SPREADS else f"power {p:.0%}"

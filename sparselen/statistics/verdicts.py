@@ -102,7 +102,7 @@ class Claim:
     figure: str  # the figure that shows the evidence (results/figures/<figure>.png)
     design: Callable  # (the slice's config section) -> "" when its design can decide the claim, else why not
     unit: str = "seed"  # what the stability check resamples
-    power: Callable | None = None  # (the slice's config section) -> power at the measured spread (seed-level claims)
+    power: Callable | None = None  # (the slice's config section) -> power at the effect and spread it is sized at (seed-level claims)
 
 
 def decide(lo: float, hi: float, threshold: float, above: bool = True) -> str:

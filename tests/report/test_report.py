@@ -310,13 +310,15 @@ def test_a_line_that_sends_the_user_to_paper_yaml_names_its_power_not_every_clai
 
 def test_a_verdict_line_carries_its_error_rates_at_the_configs_sizes(tmp_path):
     """The line ends with the calibration's false "holds" matched to the config by its seeds and
-    samples (the worst of the claim's false-claim scenarios) and the power at the measured effect;
-    other sizes say they are not calibrated; claims without a spread compute no power."""
+    samples (the worst of the claim's false-claim scenarios) and the power, saying whether the
+    effect and spread it is computed at were measured (where) or assumed; other sizes say they
+    are not calibrated; claims without a spread compute no power."""
     from conftest import ROOT
     from test_claims import FACTS, RES
 
     from sparselen.interface.config import load
     from sparselen.report import claims as cl
+    from sparselen.statistics import power as pw
     from sparselen.statistics import rates
 
     section = load([ROOT / "configs/paper.yaml"])["parity"]
@@ -328,13 +330,15 @@ def test_a_verdict_line_carries_its_error_rates_at_the_configs_sizes(tmp_path):
     p1 = cl.check(runs, RES, FACTS, rates=cl.error_rates({"parity": section}, table=made)).iloc[0]
     assert p1["claim"] == "P1" and p1["state"] == "holds"
     assert p1["answer"].endswith(". Error rates: false holds under no effect 2/40 (calibration at this config's sizes, "
-                                 f"worst of 2 scenarios); power at the measured effect {power:.0%}")
+                                 f"worst of 2 scenarios); power {power:.0%} at {pw.basis('P1')}")
+    # P1's spread was measured on the rank of raw accuracy, not on the margin it now ranks
+    assert "measured on another statistic (the rank of raw accuracy" in p1["answer"]
     md, _ = rendered(tmp_path, cl.check(runs, RES, FACTS, rates=cl.error_rates({"parity": section}, table=made)))
     assert "Error rates: false holds under no effect 2/40" in md.split("### P1")[1].split("\n### ")[0]
     # a claim that holds on a design short of power still shows its power (its reason does not)
     gap = {"P1": "needs about 57 seeds per K_train for 80% power; this config runs 6"}
     held = cl.check(runs, RES, FACTS, gaps=gap, rates=cl.error_rates({"parity": section}, table=made)).iloc[0]
-    assert held["state"] == "holds" and held["answer"].endswith(f"power at the measured effect {power:.0%}")
+    assert held["state"] == "holds" and held["answer"].endswith(f"power {power:.0%} at {pw.basis('P1')}")
     # and its verdict, its terminal line and what would decide it say the design was short of power
     assert held["said"] == f"holds; design under-powered: {power:.0%} power"
     assert held["brief"].startswith(f"design under-powered: {power:.0%} power; K_train=4 at 2l")
@@ -350,5 +354,11 @@ def test_a_verdict_line_carries_its_error_rates_at_the_configs_sizes(tmp_path):
     assert "Error rates: false holds under no effect: not calibrated at these sizes; power" in p1["answer"]
     # the language claims: L2 calibrated, neither with a measured spread
     lang = cl.error_rates({"language": {"analysis": {"tokens": 100}}}, table=made)
-    assert lang["L2"]["power"] == lang["L1"]["power"] == "no power is computed (no spread measured)"
+    assert lang["L2"]["power"] == lang["L1"]["power"] == "no power is computed (no effect or spread measured or assumed)"
+    # the paper's effect, assumed: C2 and T1; T2's effect and spread are a generator's
+    said = {c: rates.power_text(0.5, c) for c in ("P2", "C1", "C2", "T1", "T2")}
+    assert said["P2"].startswith("power 50% at the effect and spread measured on parity K_train = 3")
+    assert said["C1"].startswith("power 50% at the effect and spread measured on copy_repeat")
+    assert all(said[c].startswith("power 50% at the paper's effect (assumed)") for c in ("C2", "T1"))
+    assert said["T2"].startswith("power 50% at an assumed effect and spread")
     assert lang["L1"]["false_holds"].endswith("not calibrated (no generated tables for this claim)")
