@@ -15,6 +15,7 @@ from sparselen.report import claims as cl
 from sparselen.report import decides
 from sparselen.report import hyperparams as hp
 from sparselen.report import ledger as ledgers
+from sparselen.report import registration
 from sparselen.report import render as renderer
 from sparselen.runtime import io
 from sparselen.runtime.provenance import provenance
@@ -26,7 +27,8 @@ def claims(job) -> pd.DataFrame:
     """Check every claim on the tables of the slices that ran: input ``<slice>_<table>`` for each
     table its claims module READS (a slice without inputs: not run) and the shipped configs
     (``shipped``: which of them can decide each claim, also written as the table of what each
-    decides, output ``decides``); params report (the report section), facts (per slice, its
+    decides, output ``decides``) and paper.yaml's registered criteria (``registration``: whether
+    these criteria are the registered ones, a line the report opens with); params report (the report section), facts (per slice, its
     claims module's facts of the config run), gaps (per claim, what the config run's design
     lacks to decide it), rates (per claim, its error rates at the config's sizes) and criteria
     (the criteria's version)."""
@@ -39,6 +41,7 @@ def claims(job) -> pd.DataFrame:
                      designs=decides.deciders(found), gaps=p.gaps, rates=p.rates)
     io.write_text(job.output.decides, "\n".join(decides.matrix(found)) + "\n")
     table["criteria"] = p.criteria
+    table["registration"] = registration.report_line(i.registration)
     io.write_csv(table, job.output.csv)
     md = "\n".join([f"# {renderer.TITLE}: claims", ""] + renderer.answer_section(table)[2:]
                     + renderer.details_section(table)

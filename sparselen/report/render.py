@@ -130,7 +130,8 @@ def _tag(head) -> str:
 
 def scope_lines(claims: pd.DataFrame) -> list[str]:
     """What this run decided and on what, what it could not decide, then the sources the
-    reconstruction rests on and how far its criteria came after results."""
+    reconstruction rests on, how far its criteria came after results and whether they are those
+    registered for paper.yaml (first, where they are not)."""
     heads = claims[claims["group"] == "all"]
     decided = heads[heads["state"].isin([HOLDS, FAILS])]
     undecidable = heads[heads["state"] == NOT_DECIDABLE]
@@ -144,7 +145,10 @@ def scope_lines(claims: pd.DataFrame) -> list[str]:
     if len(undecidable):
         lines.append(f"By its design it cannot decide {', '.join(undecidable['claim'])}: \"What each shipped config "
                      "decides\" names the configs that can.")
-    return [" ".join(lines), "", SOURCES, "", CRITERIA, ""]
+    registered = str(heads["registration"].iloc[0]) if "registration" in heads and len(heads) else ""
+    if registered.startswith("**"):  # criteria that differ from the registration come first
+        return [registered, "", " ".join(lines), "", SOURCES, "", CRITERIA, ""]
+    return [" ".join(lines), "", SOURCES, "", " ".join(filter(None, [CRITERIA, registered])), ""]
 
 
 def _sentence(text: str) -> str:

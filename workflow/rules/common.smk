@@ -14,6 +14,7 @@ import sparselen.interface.config
 import sparselen.jobs.checks
 import sparselen.report.claims
 import sparselen.report.decides
+import sparselen.report.registration
 import sparselen.runtime.provenance
 import sparselen.training.resumable
 from sparselen.nn.model import POSITION_SCHEMES
@@ -352,7 +353,11 @@ def claims_inputs(wildcards):
         for name in REPORT_SLICES
         for table in sparselen.report.claims.slice_claims(name).READS
     }
-    return {**tables, "shipped": SHIPPED_CONFIGS}
+    return {
+        **tables,
+        "shipped": SHIPPED_CONFIGS,
+        "registration": str(sparselen.report.registration.FILE),
+    }
 
 
 def claims_facts():
@@ -374,7 +379,7 @@ def claims_design_gaps():
 
 def claims_error_rates():
     """Per claim of a slice that runs, its error rates at this config's sizes: false "holds"
-    in the calibration, power at the measured effect (the end of its verdict line)."""
+    in the calibration, power at the effect it is sized at (the end of its verdict line)."""
     return sparselen.report.claims.error_rates(
         {name: config[name] for name in REPORT_SLICES}
     )
