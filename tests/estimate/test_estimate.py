@@ -203,7 +203,9 @@ def test_the_workflows_priorities_start_the_critical_chain_first(paper_per_run):
     by_chain = schedule.wall_clock(tasks, gpus=8)
     by_priority = schedule.wall_clock(tasks, gpus=8, rank=priority)
     unordered = schedule.wall_clock(tasks, gpus=8, rank=dict.fromkeys(priority, 0))
-    assert by_priority == pytest.approx(by_chain, rel=0.01) and unordered >= by_priority
+    # within a priority Snakemake's order is its own (the scheduler here: the order jobs became
+    # ready), which moves this GPU-bound schedule by up to about 1%
+    assert by_priority == pytest.approx(by_chain, rel=0.02) and unordered >= by_priority
     long_on_chain = [t.name for t in schedule.critical_chain(tasks)[1] if t.hours >= 1]
     assert long_on_chain and all(priority[name] > 0 for name in long_on_chain), long_on_chain
 
@@ -521,8 +523,8 @@ def test_a_job_that_no_attempt_finishes_is_an_error(paper_jobs):
 
     cfg["checkpoint_minutes"] = 60
     errors = tables.report(cfg, sfa_limit(10), gpu, cpu, **quiet)["errors"]
-    assert errors and all(e.startswith("cpu_train ") for e in errors)  # the submissions of the longer runs
-    assert re.fullmatch(r"cpu_train \d+/\d+ \(theory_run_sfa x2\): predicted \d+:\d\d > limit 0:10, and 3 attempts "
+    assert errors and all(e.startswith("cpu_train:theory/") for e in errors)  # the submissions of the longer runs
+    assert re.fullmatch(r"cpu_train:theory/distribution=\w+ k=\d+ seed=\d+ \(theory_run_sfa\): predicted \d+:\d\d > limit 0:10, and 3 attempts "
                         r"\(up to 0:30\) each start over \(none reaches a checkpoint\): it never finishes; checkpoint "
                         r"more often \(checkpoint_minutes, train\.checkpoint_every\) or raise resources\.sfa_runtime "
                         r"from 10 to at least \d+ min", errors[0]), errors[0]

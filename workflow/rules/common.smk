@@ -379,7 +379,8 @@ def claims_design_gaps():
 
 def claims_error_rates():
     """Per claim of a slice that runs, its error rates at this config's sizes: false "holds"
-    in the calibration, power at the effect it is sized at (the end of its verdict line)."""
+    in the calibration, power at the effect it is sized at (the end of its verdict line).
+    """
     return sparselen.report.claims.error_rates(
         {name: config[name] for name in REPORT_SLICES}
     )
