@@ -36,46 +36,117 @@ def parity_table():
     return pd.DataFrame(rows)
 
 
-def test_parity_at_the_papers_grid_is_a_readable_heatmap_per_k_train(tmp_path, drawn):
+def parity_evals(Ks=(4, 6, 8, 10, 12), ks=range(4, 17, 2), lengths=PARITY_LENGTHS, seeds=range(3), accuracy=None):
+    """Per-run evaluation rows: ``accuracy(K, seed, k, n)`` (by default every run fits its trained
+    sparsities and falls with length beyond)."""
+    accuracy = accuracy or (lambda K, seed, k, n: 1.0 if n <= 50 else max(0.5, 1 - 0.02 * k * math.log2(n / 50)))
+    return pd.DataFrame([{"K_train": K, "scheme": "pose", "seed": seed, "k_test": k, "length": n, "n": 200,
+                          "correct": round(200 * accuracy(K, seed, k, n)),
+                          "accuracy": round(200 * accuracy(K, seed, k, n)) / 200, "config_hash": "x"}
+                         for K in Ks for seed in seeds for k in ks for n in lengths])
+
+
+def draw_parity(tmp_path, table, evals, train_lengths=(20, 50)):
+    from types import SimpleNamespace
+
     from sparselen.parity.report import figure
 
-    parity_table().to_csv(tmp_path / "t.csv", index=False)
-    figure(tmp_path / "t.csv", {"train_lengths": (20, 50)}, None, None)
-    fig = drawn[0]
-    panels = [ax for ax in fig.axes if ax.get_title().startswith("K_train")]
+    table.to_csv(tmp_path / "t.csv", index=False)
+    evals.to_csv(tmp_path / "e.csv", index=False)
+    figure(tmp_path / "t.csv", [tmp_path / "e.csv"], {"train_lengths": train_lengths},
+           SimpleNamespace(png=None, pdf=None, heatmap_png=None, heatmap_pdf=None))
+
+
+def test_parity_at_the_papers_grid_is_a_curve_per_k_test_and_a_readable_heatmap_per_k_train(tmp_path, drawn):
+    draw_parity(tmp_path, parity_table(), parity_evals())
+    curves, heatmap = drawn
+    panels = [ax for ax in curves.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in panels] == [f"K_train = {K}" for K in (4, 6, 8, 10, 12)]  # every seed fits
+    assert readable_text(curves) == []
+    ax = panels[0]  # K_train 4: one line per k_test 4..16, accuracy against length on a log axis
+    lines = [line for line in ax.get_lines() if line.get_label().startswith("k_test")]
+    assert [line.get_label() for line in lines] == [f"k_test = {k}" for k in range(4, 17, 2)]
+    assert all(list(line.get_xdata()) == PARITY_LENGTHS for line in lines) and ax.get_xscale() == "log"
+    assert lines[0].get_linestyle() == "-" and {line.get_linestyle() for line in lines[1:]} == {":"}  # k_test > 4
+    assert ax.get_xlabel() == "sample length 2l" and ax.get_ylabel() == "accuracy"
+    labels = [t.get_text() for t in curves.legends[0].get_texts()]
+    assert labels[:7] == [f"k_test = {k}" for k in range(4, 17, 2)] and "a seed that did not fit" in labels
+    panels = [ax for ax in heatmap.axes if ax.get_title().startswith("K_train")]
     assert [ax.get_title() for ax in panels] == [f"K_train = {K}" for K in (4, 6, 8, 10, 12)]
-    assert readable_text(fig) == []
+    assert readable_text(heatmap) == []
     ax = panels[0]  # K_train 4: k_test 4 trained (boxed), 6..16 never trained on (hatched, grey labels)
     assert len([t for t in ax.texts]) == 7 * 11  # every cell's value written in it
     boxes = [p for p in ax.patches if not p.get_fill() and not p.get_hatch()]
     assert len(boxes) == 1 and boxes[0].get_width() == 4 and boxes[0].get_height() == 1  # 2l in [20, 50], k = 4
     assert len([p for p in ax.patches if p.get_hatch()]) == 6
     assert [t.get_color() for t in ax.get_yticklabels()][:2] == ["black", "0.45"]
-    bar = next(a for a in fig.axes if a.get_ylabel().startswith("accuracy"))
-    fig.canvas.draw()
+    bar = next(a for a in heatmap.axes if a.get_ylabel().startswith("accuracy"))
+    heatmap.canvas.draw()
     ticks = [t.get_text() for t in bar.get_yticklabels() if t.get_text()]
     assert ticks and all(t.isdigit() and 50 <= int(t) <= 100 for t in ticks), ticks  # percent, as the cells
 
 
+def half_fitted_parity(tmp_path):
+    """K_train 2: k_test 1 fits on all 3 seeds; k_test 2 on seed 0 only (0.91 on average: it looks
+    learned); k_test 3 is never trained on."""
+    def accuracy(K, seed, k, n):
+        return 1.0 if k == 1 else (0.99 if seed == 0 else 0.87) if k == 2 else 0.5 + 0.1 * seed
+
+    evals = parity_evals(Ks=(2,), ks=(1, 2, 3), lengths=(20, 50, 100), accuracy=accuracy)
+    evals.to_csv(tmp_path / "e.csv", index=False)
+    return [tmp_path / "e.csv"]
+
+
+def test_a_parity_curve_averages_the_seeds_that_fit_and_marks_the_others(tmp_path, drawn):
+    from types import SimpleNamespace
+
+    from sparselen.parity.report import curves, figure, seed_curves, table
+
+    evals = half_fitted_parity(tmp_path)
+    mean = curves(seed_curves(evals, {"train_lengths": (20, 50)})).set_index(["k_test", "length"])
+    assert mean.loc[(2, 20), "mean"] == pytest.approx(0.99)  # seed 0 alone: not the 0.91 of all three
+    assert mean.loc[(2, 20), "n_counted"] == 1 and mean.loc[(2, 20), "kind"] == "fitted"
+    assert mean.loc[(3, 20), "mean"] == pytest.approx(0.6) and mean.loc[(3, 20), "kind"] == "untrained"
+    t = table(evals, tmp_path / "t.csv", tmp_path / "t.md", {"train_lengths": (20, 50)})
+    assert t.query("k_test == 2")["mean"].iloc[0] == pytest.approx(0.91)  # the table keeps the mean of all seeds
+    figure(tmp_path / "t.csv", evals, {"train_lengths": (20, 50)},
+           SimpleNamespace(png=None, pdf=None, heatmap_png=None, heatmap_pdf=None))
+    ax = drawn[0].axes[0]
+    assert ax.get_title() == "K_train = 2\n(k_test 2: 1/3 fit)"
+    line = {line.get_label(): line for line in ax.get_lines()}["k_test = 2"]
+    assert list(line.get_ydata()) == pytest.approx([0.99, 0.99, 0.99]) and line.get_linestyle() == "-"
+    crosses = [c for c in ax.collections if c.get_linewidths()[0] > 0]  # the seeds' dots are drawn without edges
+    assert sum(len(c.get_offsets()) for c in crosses) == 2 * 3  # seeds 1 and 2 at each of the 3 lengths
+    assert readable_text(drawn[0]) == []
+
+
 def test_a_trained_sparsity_not_every_seed_fitted_is_marked_in_the_heatmap_and_table(tmp_path, drawn):
+    from types import SimpleNamespace
+
     from sparselen.parity.report import figure, paper_tables, table
 
-    # K_train 2: k_test 1 fits on all 3 seeds; k_test 2 on seed 0 only (0.91 on average: it looks learned)
-    rows = [{"K_train": 2, "scheme": "pose", "seed": seed, "k_test": k, "length": n, "n": 200,
-             "correct": round(200 * a), "accuracy": round(200 * a) / 200, "config_hash": "x"}
-            for seed in range(3) for k in (1, 2, 3) for n in (20, 50, 100)
-            for a in [1.0 if k == 1 else (0.99 if seed == 0 else 0.87) if k == 2 else 0.5]]
-    pd.DataFrame(rows).to_csv(tmp_path / "e.csv", index=False)
-    t = table([tmp_path / "e.csv"], tmp_path / "t.csv", tmp_path / "t.md", {"train_lengths": (20, 50)})
+    evals = half_fitted_parity(tmp_path)
+    t = table(evals, tmp_path / "t.csv", tmp_path / "t.md", {"train_lengths": (20, 50)})
     assert dict(t.groupby("k_test")["n_fit"].first()) == {1: 3, 2: 1, 3: 0}
     assert "| 2 (1/3 fit) |" in "\n".join(paper_tables(t))  # k_test 3 > K_train: untrained, not flagged
-    figure(tmp_path / "t.csv", {"train_lengths": (20, 50)}, None, None)
-    ax = drawn[0].axes[0]
+    figure(tmp_path / "t.csv", evals, {"train_lengths": (20, 50)},
+           SimpleNamespace(png=None, pdf=None, heatmap_png=None, heatmap_pdf=None))
+    ax = drawn[1].axes[0]
     labels = {t.get_text(): t.get_color() for t in ax.get_yticklabels()}
     assert labels["2 (1/3 fit)"] == plotting.NOTE_COLOR and labels["1"] == "black"
     dashed = [p for p in ax.patches if p.get_linestyle() == "--"]  # the two trained lengths of k_test 2
     assert len(dashed) == 1 and dashed[0].get_width() == pytest.approx(2 - 2 * plotting.NOTE_INSET)
-    assert readable_text(drawn[0]) == []
+    assert readable_text(drawn[1]) == []
+
+
+def test_a_trained_sparsity_no_seed_fitted_is_dashed_over_all_seeds(tmp_path):
+    from sparselen.parity.report import curves, seed_curves
+
+    evals = parity_evals(Ks=(2,), ks=(1, 2), lengths=(20, 50), accuracy=lambda K, seed, k, n: 1.0 if k == 1 else 0.6)
+    evals.to_csv(tmp_path / "e.csv", index=False)
+    mean = curves(seed_curves([tmp_path / "e.csv"], {"train_lengths": (20, 50)})).set_index(["k_test", "length"])
+    assert mean.loc[(2, 20), "kind"] == "none fit" and mean.loc[(2, 20), "n_counted"] == 3
+    assert mean.loc[(1, 20), "kind"] == "fitted" and mean.loc[(1, 20), "n_fit"] == 3
 
 
 def ppc_table():
@@ -234,12 +305,17 @@ window.addEventListener('load', () => {
 
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_the_report_reads_at_its_size_in_a_browser(tmp_path):
+    from types import SimpleNamespace
+
     from sparselen.parity.report import figure
     from sparselen.report import render
 
     parity_table().to_csv(tmp_path / "t.csv", index=False)
+    parity_evals().to_csv(tmp_path / "e.csv", index=False)
     figures = tmp_path / "results/figures"
-    figure(tmp_path / "t.csv", {"train_lengths": (20, 50)}, figures / "parity.png", figures / "parity.pdf")
+    figure(tmp_path / "t.csv", [tmp_path / "e.csv"], {"train_lengths": (20, 50)},
+           SimpleNamespace(png=figures / "parity.png", pdf=figures / "parity.pdf",
+                           heatmap_png=figures / "parity_heatmap.png", heatmap_pdf=figures / "parity_heatmap.pdf"))
     md = "\n".join(["# Report", "", "## The answer", "", "- **P1** **holds** *A claim.* Its number.", "",
                     "| a | b |", "|---|---|", "| 1 | 2 |", "", "![parity](../figures/parity.png)", "",
                     "*Its caption.*", ""])
