@@ -232,6 +232,44 @@ def test_the_theory_table_shows_the_figures_statistic_and_the_accuracy_the_claim
     assert "(row 2)" in caption("theory", pd.concat([t, t.assign(model="gpt")]))
 
 
+def test_the_theory_figure_and_table_average_the_runs_t2_quotes(tmp_path, drawn):
+    """Three of four local runs fit at L; the fourth (at chance, a loss 1000x larger) is left
+    out of the figure's line and the table's mean, as T2 leaves it out; a law no run fits is
+    dashed over all its runs."""
+    from types import SimpleNamespace
+
+    from sparselen.report.headline import theory_growth_line
+    from sparselen.statistics.verdicts import Settings
+    from sparselen.theory.report import figure, table
+
+    def row(d, s, r):
+        fits = d == "local" and s < 3
+        return {"ratio": r, "length": 8 * r, "n": 100, "model": "gpt", "distribution": d, "k": 2, "seed": s,
+                "n_values": 2, "config_hash": "x", "error": 0.0 if fits else 0.5,
+                "log_loss": (1e-4 * (s + 1) if fits else 0.7) * r}
+
+    evals = pd.DataFrame([row(d, s, r) for d in ("local", "nonlocal") for s in range(4) for r in (1, 2, 4)])
+    evals.to_csv(tmp_path / "e.csv", index=False)
+    floor = 1e-6
+    brief = theory_growth_line({"evals": evals}, Settings(facts={"floor": floor}), "gpt k=2")
+    at_L, at_max = re.fullmatch(r"local law \(gpt k=2, 3 runs fit\): log loss (\S+) at L, (\S+) at 4L; accuracy "
+                                r"100% to 100%", brief).groups()
+    figure([tmp_path / "e.csv"], 8, floor, None, None)
+    local, nonlocal_ = drawn[0].axes[:2]
+    line = next(line for line in local.get_lines() if line.get_label() == "k = 2")
+    assert f"{line.get_ydata()[0]:.2g}" == at_L and f"{line.get_ydata()[-1]:.2g}" == at_max
+    assert line.get_ydata()[0] == pytest.approx((1e-4 * 2e-4 * 3e-4) ** (1 / 3))  # not the run at chance
+    assert line.get_linestyle() == "-" and "k=2: 3/4 fit" in local.texts[0].get_text()
+    assert next(line for line in nonlocal_.get_lines() if line.get_label() == "k = 2").get_linestyle() == "--"
+    out = SimpleNamespace(**{k: tmp_path / f"{k}.{k.split('_')[-1] if '_' in k else k}"
+                             for k in ("csv", "md", "slopes_csv", "slopes_md")})
+    t = table([tmp_path / "e.csv"], out, floor).set_index(["distribution", "ratio"])
+    assert f"{t.loc[('local', 1), 'mean']:.2g}" == at_L and t.loc[("local", 1), "error_mean"] == 0
+    assert (t.loc[("local", 1), "n_fit"], t.loc[("local", 1), "n_runs"], t.loc[("local", 1), "n_seeds"]) == (3, 4, 3)
+    assert t.loc[("nonlocal", 1), "n_seeds"] == 4  # none fit: every run
+    assert readable_text(drawn[0]) == []
+
+
 def _boxes_overlap(a, b) -> bool:
     return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
 
