@@ -178,10 +178,13 @@ def test_ppc_draws_every_scheme_apart_at_its_own_size_and_lists_only_lines_it_dr
     ax = fig.axes[0]
     lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
     assert set(lines) == set(labels)
-    # coupled and ppc both score 1.0 everywhere: each has its own marker and its own x positions
-    top = [lines[name] for name in ("coupled", "ppc")]
-    assert len({line.get_marker() for line in top}) == 2
-    assert len({tuple(np.round(line.get_xdata(), 6)) for line in top}) == 2
+    # coupled and ppc both score 1.0 everywhere: coupled's hollow rings stay visible around ppc's
+    # smaller filled points, at x positions of their own
+    coupled, ppc = (lines[name] for name in ("coupled", "ppc"))
+    assert coupled.get_markerfacecolor() == "none" and ppc.get_markerfacecolor() != "none"
+    assert coupled.get_markersize() >= 2 * ppc.get_markersize() and coupled.get_linewidth() > ppc.get_linewidth()
+    assert ax.get_lines().index(coupled) < ax.get_lines().index(ppc)  # ppc drawn on top, inside the rings
+    assert len({tuple(np.round(line.get_xdata(), 6)) for line in (coupled, ppc)}) == 2
     # no point moves towards another size: size 10 stays at the training line, 40 near 40
     sizes = np.array([5, 10, 20, 30, 40])
     for line in lines.values():
@@ -190,6 +193,35 @@ def test_ppc_draws_every_scheme_apart_at_its_own_size_and_lists_only_lines_it_dr
     assert "rope_base10000" in text and "first lookup is longer" not in text and "4 seeds" in text
     assert "id accuracy" in text  # the table has ppc's position ids
     assert "id accuracy" not in caption("ppc", ppc_table().query("metric == 'exact_match'"))
+
+
+def test_ppc_marks_the_runs_that_did_not_fit_dashed_and_named_in_their_panel(tmp_path, drawn):
+    from sparselen.ppc.report import UNFITTED, figure, table, unfitted
+
+    # copy_repeat, trained on sizes 5-10: rope fits on no seed, pose on 1 of 3, the others on all
+    def accuracy(scheme, seed, size):
+        if size > 10:
+            return 0.2
+        return 0.3 if scheme == "rope" else 0.5 if scheme == "pose" and seed > 0 else 1.0
+
+    rows = [{"task": "copy_repeat", "scheme": scheme, "seed": seed, "size": size, "n": 100, "split": "test",
+             "correct": round(100 * accuracy(scheme, seed, size)), "accuracy": accuracy(scheme, seed, size),
+             "prompt_tokens": 10, "config_hash": "x"}
+            for scheme in ("nope", "rope", "pose", "coupled", "ppc") for seed in range(3) for size in (5, 10, 20)]
+    pd.DataFrame(rows).to_csv(tmp_path / "e.csv", index=False)
+    t = table([tmp_path / "e.csv"], tmp_path / "t.csv", tmp_path / "t.md", {"copy_repeat": [5, 10]})
+    fits = t[t["metric"] == "exact_match"].drop_duplicates("scheme").set_index("scheme")["n_fit"]
+    assert fits.to_dict() == {"coupled": 3, "nope": 3, "pose": 1, "ppc": 3, "rope": 0}
+    assert unfitted(t) == {"copy_repeat": {"pose": "(1/3 fit)", "rope": "(0/3 fit)"}}
+    figure(tmp_path / "t.csv", {"copy_repeat": 10}, None, None)
+    fig = drawn[0]
+    ax = fig.axes[0]
+    styles = {line.get_label(): line.get_linestyle() for line in ax.get_lines() if not line.get_label().startswith("_")}
+    assert styles["rope"] == styles["pose"] == "--" and styles["nope"] == styles["coupled"] == "-"
+    assert "did not fit" in ax.get_title() and "rope (0/3 fit)" in ax.get_title()
+    legend = {t.get_text(): h for t, h in zip(fig.legends[0].get_texts(), fig.legends[0].legend_handles)}
+    assert legend["rope"].get_linestyle() == "-" and legend[UNFITTED].get_linestyle() == "--"
+    assert readable_text(fig) == []
 
 
 def test_theory_is_two_rows_with_intervals_in_log_space(tmp_path, drawn):
