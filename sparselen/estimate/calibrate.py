@@ -146,8 +146,10 @@ def job_costs(device: str, threads: int, quick: bool) -> tuple[float, float, flo
         facts = {"params": {"facts": {"train_lengths": params["train"]["lengths"]}}}  # the parity claims' facts
         table = child_cpu("parity_table", input={"evals": [t / "ev.csv"]}, output={"csv": t / "t.csv", "md": t / "t.md"},
                           **facts)
-        figure = table if quick else child_cpu("parity_figure", input={"table": t / "t.csv"},
-                                               output={"png": t / "f.png", "pdf": t / "f.pdf"}, **facts)
+        figure = table if quick else child_cpu("parity_figure", input={"table": t / "t.csv", "evals": [t / "ev.csv"]},
+                                               output={"png": t / "f.png", "pdf": t / "f.pdf",
+                                                       "heatmap_png": t / "h.png", "heatmap_pdf": t / "h.pdf"},
+                                               **facts)
     return job_s, model_job, (table + figure) / 2
 
 

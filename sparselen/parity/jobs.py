@@ -63,4 +63,4 @@ def table(job) -> None:
 
 
 def figure(job) -> None:
-    report.figure(job.input.table, job.params.facts, job.output.png, job.output.pdf)
+    report.figure(job.input.table, job.input.evals, job.params.facts, job.output)

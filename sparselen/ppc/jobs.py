@@ -125,7 +125,7 @@ def evaluate(job, device: torch.device | None = None) -> None:
 
 
 def table(job) -> None:
-    report.table(job.input.evals, job.output.csv, job.output.md)
+    report.table(job.input.evals, job.output.csv, job.output.md, getattr(job.params, "train_sizes", None))
 
 
 def figure(job) -> None:

@@ -12,8 +12,12 @@ from sparselen.presentation.tables import read_tables, runs_provenance, write_ta
 from sparselen.runtime.provenance import provenance
 from sparselen.statistics.stats import summarize
 
+# coupled's markers are large and hollow, ppc's small and filled: where both score the same, coupled
+# shows as a ring around ppc's points
 SCHEME_STYLES = {"nope": {"color": "tab:gray"}, "rope": {"color": "tab:orange"}, "pose": {"color": "tab:purple"},
-                 "coupled": {"color": "tab:blue"}, "ppc": {"color": "tab:green"}}
+                 "coupled": {"color": "tab:blue", "marker": "o", "mfc": "none", "mew": 1.4, "ms": 8, "lw": 2.6},
+                 "ppc": {"color": "tab:green", "marker": "o", "ms": 3.5, "lw": 1.2}}
+UNFITTED = "dashed in a run's colour: did not fit"  # fewer than MIN_FITTED_RUNS seeds fit the training sizes: the claims leave it out
 # metric -> (the per-run column, the runs that have it: those of these schemes and their
 # variants); exact match first, then the share of responses that end where the target ends, then
 # the per-step id diagnostics (sparselen.ppc.evaluate): ppc's ids, where its first wrong id is,
@@ -49,7 +53,12 @@ def caption(name: str, t: pd.DataFrame) -> str:
             "in its colour): nope has no positions, coupled is given the task's coupled ids at test time, ppc "
             "predicts each answer token's id itself (a wrong id is an error). Mean over "
             f"{n} seed{'s' * (n != 1)}, bars: 95% interval; lines at equal values are told apart by marker and "
-            "width, each moved sideways by at most 2%. Models were trained on sizes up to the dashed vertical line.")
+            "width (coupled's hollow rings show around ppc's points where both score the same), each moved sideways by "
+            "at most 2%. Models were trained on sizes up to the dashed vertical line.")
+    marked = unfitted(t)
+    if marked:
+        text += (" A run dashed in its colour, and named under its panel's title with the seeds that fit, did not fit "
+                 "its training sizes (exact match >= 90% at each) on enough seeds: the claims leave it out.")
     if set(t["metric"]) & set(FIGURE_METRICS):
         text += (" The table below adds ppc's id accuracy (all of an answer's ids right, and its first id) as rows; "
                  "table.md splits them by the first lookup's distance.")
@@ -68,10 +77,12 @@ def run_style(name: str) -> dict:
     return {**SCHEME_STYLES[base], "ls": ":"} if base else {}
 
 
-def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
+def table(eval_csvs, out_csv, out_md, train_sizes: dict | None = None) -> pd.DataFrame:
     """Per (task, scheme, metric, size) on the test samples: ``exact_match`` for every run, and
     the id diagnostics (``METRICS``) where a run has them; ``beyond_lookup``: the share of the
-    cell's samples whose first lookup is longer than any of the training sizes'."""
+    cell's samples whose first lookup is longer than any of the training sizes'; with
+    ``train_sizes`` (task -> [low, high]), ``n_fit``: the seeds whose run fits its training sizes,
+    as the claims count them (``sparselen.ppc.claims.run_scores``)."""
     df = read_tables(eval_csvs)
     if "split" in df:
         df = df[df["split"] == "test"]
@@ -91,8 +102,15 @@ def table(eval_csvs, out_csv, out_md) -> pd.DataFrame:
     t = pd.concat(parts, ignore_index=True).merge(counts, on=by)
     order = {m: i for i, m in enumerate(METRICS)}
     t = t.sort_values(["task", "metric", "scheme", "size"], key=lambda c: c.map(order) if c.name == "metric" else c)
+    if train_sizes is not None:
+        from sparselen.ppc.claims import run_scores
+        from sparselen.statistics.verdicts import Settings
+
+        scores = run_scores(df, Settings(facts={"train_sizes": train_sizes}))
+        fit = scores.groupby(["task", "scheme"])["fit"].sum().astype(int).rename("n_fit").reset_index()
+        t = t.merge(fit, on=["task", "scheme"], how="left")
     t = t[["task", "scheme", "metric", "size", "prompt_tokens", *(["beyond_lookup"] if "beyond_lookup" in t else []),
-           "mean", "ci_low", "ci_high", "n_seeds", "n_samples"]]
+           "mean", "ci_low", "ci_high", "n_seeds", *(["n_fit"] if "n_fit" in t else []), "n_samples"]]
     prov = runs_provenance(df)
     write_table(t, out_csv, out_md, "Position coupling and PPC: exact-match accuracy by task, scheme and input "
                 "size, the share of responses that end where the target ends, and PPC's id diagnostics (first "
@@ -117,11 +135,25 @@ def figure(table_csv, train_max_sizes: dict, out_png, out_pdf) -> None:
     n_seeds = int(t["n_seeds"].max())
     tasks = t["task"].unique()
     fig = plot_panels(t, "task", "curve", x="size", xlabel="input size", ylabel="exact match",
-                      styles=styles, xlabels={name: task_module(name).SIZE for name in tasks},
+                      styles=styles, unfitted=unfitted(t), unfitted_label=UNFITTED, xlabels={name: task_module(name).SIZE for name in tasks},
                       vlines={name: train_max_sizes[name] for name in tasks if name in train_max_sizes},
                       title=f"Exact match by input size (mean and 95% interval over {n_seeds} "
                             f"seed{'s' * (n_seeds != 1)}; dashed: longest training size)")
     save_figure(fig, out_png, out_pdf, provenance(None, None, table=str(table_csv)))
+
+
+def unfitted(t: pd.DataFrame) -> dict:
+    """Per task, {run: "n/N fit"} for the runs with fewer than MIN_FITTED_RUNS seeds that fit their
+    training sizes: the claims leave them out (the table's ``n_fit``; none without it)."""
+    from sparselen.statistics.verdicts import MIN_FITTED_RUNS
+
+    if "n_fit" not in t:
+        return {}
+    rows = t[t["n_fit"].notna() & (t["n_fit"] < MIN_FITTED_RUNS)].drop_duplicates(["task", "scheme"])
+    out: dict = {}
+    for r in rows.itertuples():
+        out.setdefault(r.task, {})[r.scheme] = f"({int(r.n_fit)}/{int(r.n_seeds)} fit)"
+    return out
 
 
 def paper_tables(t: pd.DataFrame) -> list[str]:

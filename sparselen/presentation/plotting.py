@@ -52,7 +52,8 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
                 ylabel: str = "accuracy", title: str = "", vlines: dict | None = None,
                 chance: float | None = None, logx: bool = True, styles: dict | None = None,
                 xlabels: dict | None = None, spans: dict | None = None, dodge: float = 0.03,
-                ncols: int = 3):
+                ncols: int = 3, unfitted: dict | None = None, unfitted_label: str = "dashed: did not fit",
+                unfitted_title: str = "did not fit"):
     """Draw ``summary`` (columns panel, curve, x, mean, ci_low, ci_high) as panels, ``ncols``
     to a row.
 
@@ -63,8 +64,12 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
     its rank from the middle, narrowed by ``dodge_step`` so that no point moves towards another
     length, and is drawn wider than the curves after it, so equal values do not hide one another.
     ``vlines`` maps a panel value to an x position to mark (e.g. the longest training size), ``spans`` to an x range to
-    shade (the training range); ``xlabels`` a panel value to its own x-axis label. The legend
-    lists the curves drawn, once.
+    shade (the training range); ``xlabels`` a panel value to its own x-axis label; ``unfitted`` a
+    panel value to {curve: note} for curves to mark (e.g. runs that did not fit their training
+    sizes): drawn dashed, and named with their note under the panel's title, after
+    ``unfitted_title``. The legend lists the curves drawn, once, and ``unfitted_label`` for the dashes where any curve is marked. A style
+    may set the marker's size and face (``ms``, ``mfc``: e.g. hollow, so that a curve under
+    another shows around it).
     """
     panels = sorted(summary[panel].unique(), key=_sort_key)
     curves = sorted(summary[curve].unique(), key=_sort_key)
@@ -83,14 +88,14 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
             line = sub[sub[curve] == c].sort_values(x)
             if line.empty:
                 continue
+            under = len(curves) - 1 - rank  # curves drawn later lie on top: the earlier ones are wider
             style = {"color": color, "ls": "-", "marker": MARKERS[rank % len(MARKERS)],
-                     **((styles or {}).get(c, {}))}
+                     "ms": min(3.5 + 0.4 * under, 6), "lw": min(1.1 + 0.35 * under, 3), **((styles or {}).get(c, {}))}
             shift = step * (rank - (len(curves) - 1) / 2)
             xs = line[x] * 10 ** shift if logx else line[x] + shift * max(span, 1)
-            under = len(curves) - 1 - rank  # curves drawn later lie on top: the earlier ones are wider
-            handle, = ax.plot(xs, line["mean"], ms=min(3.5 + 0.4 * under, 6), lw=min(1.1 + 0.35 * under, 3),
-                              label=curve_label.format(c), **style)
-            drawn.setdefault(handle.get_label(), handle)
+            marked = c in (unfitted or {}).get(p, {})
+            ax.plot(xs, line["mean"], label=curve_label.format(c), **{**style, **({"ls": "--"} if marked else {})})
+            drawn.setdefault(curve_label.format(c), plt.Line2D([], [], **style))  # the curve's own style
             if line["ci_low"].notna().any():
                 ax.errorbar(xs, line["mean"], yerr=[line["mean"] - line["ci_low"], line["ci_high"] - line["mean"]],
                             fmt="none", ecolor=style["color"], elinewidth=0.8, capsize=1.5, alpha=0.6)
@@ -106,7 +111,14 @@ def plot_panels(summary: pd.DataFrame, panel: str, curve: str, x: str = "length"
             ticks = sorted(sub[x].unique())
             ax.set_xticks(ticks, [str(t) for t in ticks])
             ax.minorticks_off()
-        ax.set_title(panel_label.format(p), fontsize=9)
+        notes = (unfitted or {}).get(p, {})
+        if notes:
+            handle = plt.Line2D([], [], color="0.3", ls="--", label=unfitted_label)
+            drawn.setdefault(unfitted_label, handle)
+        names = [f"{curve_label.format(c)} {note}" for c, note in notes.items()]
+        rows = [", ".join(names[i:i + 2]) for i in range(0, len(names), 2)]
+        ax.set_title(panel_label.format(p) + (f"\n{unfitted_title}: " + "\n".join(rows) if rows else ""),
+                     fontsize=8 if rows else 9)
         ax.set_xlabel((xlabels or {}).get(p, xlabel), fontsize=8)
         ax.tick_params(labelsize=MIN_TEXT_POINTS)
         ax.set_ylim(-0.04, 1.04)

@@ -126,8 +126,8 @@ def parity_fall_line(data: dict, s: Settings, group: str) -> str | None:
 
 
 def theory_growth_line(data: dict, s: Settings, group: str) -> str | None:
-    """T2's group: the local law's mean loss and accuracy at L and at the largest Lbar/L over
-    its fitted runs."""
+    """T2's group: the local law's loss (geometric mean, the theory figure's and table's statistic)
+    and mean accuracy at L and at the largest Lbar/L over its fitted runs."""
     from sparselen.theory.claims import evaluated_ratios, per_run
 
     table = theory_group(per_run(data["evals"], s), group)
@@ -135,8 +135,13 @@ def theory_growth_line(data: dict, s: Settings, group: str) -> str | None:
     if runs.empty:
         return None
     rmax = max(evaluated_ratios(runs, "loss"))
-    loss, acc = runs[("loss", 1)].mean(), runs[("acc", 1)].mean()
-    return (f"local law ({group}, {len(runs)} runs fit): log loss {loss:.2g} at L, {runs[('loss', rmax)].mean():.2g} "
+
+    def geometric(column):
+        return float(np.exp(np.log(runs[column].to_numpy(float)).mean()))
+
+    acc = runs[("acc", 1)].mean()
+    return (f"local law ({group}, {len(runs)} runs fit): log loss {geometric(('loss', 1)):.2g} at L, "
+            f"{geometric(('loss', rmax)):.2g} "
             f"at {rmax:g}L; accuracy {acc:.0%} to {runs[('acc', rmax)].mean():.0%}")
 
 

@@ -43,7 +43,8 @@ SECTIONS = {  # slice -> heading
 }
 # What each section stands for in the paper (its figures' numbers and values were not available to us).
 PAPER_FIGURES = {
-    "parity": "the paper's sparse parity figure: accuracy against length, one curve per k_test, for each K_train",
+    "parity": "the paper's sparse parity figure: accuracy against length, one curve per k_test, for each K_train "
+              "(the first figure; the heatmap after it writes each cell's mean over all seeds as a number)",
     "ppc": "the paper's position coupling and PPC results: exact match against input size, per position scheme",
     "language": "the paper's natural-language results: how much of the long-context benefit a few far tokens "
                 "recover, and the gain of short-context training at long context",

@@ -151,6 +151,7 @@ rule parity_table:
 rule parity_figure:
     input:
         table=rules.parity_table.output.csv,
+        evals=RUN_TABLES["parity"]["evals"],
     output:
         png=report(
             "results/figures/parity.png",
@@ -158,6 +159,12 @@ rule parity_figure:
             category="Sparse parity",
         ),
         pdf="results/figures/parity.pdf",
+        heatmap_png=report(
+            "results/figures/parity_heatmap.png",
+            caption="../report/parity_heatmap.rst",
+            category="Sparse parity",
+        ),
+        heatmap_pdf="results/figures/parity_heatmap.pdf",
     log:
         "logs/parity/figure.log",
     benchmark:

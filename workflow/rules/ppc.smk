@@ -168,6 +168,7 @@ rule ppc_table:
         ENV
     params:
         code=TABLE_CODE,
+        train_sizes={task: PPC[task]["train_sizes"] for task in PPC["tasks"]},
     script:
         JOB
 
