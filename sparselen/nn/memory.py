@@ -103,7 +103,7 @@ def layer_terms(cfg, a: int) -> list[tuple[float, bool, bool]]:
             (4 * d + 2 * NORM_STATS, True, True),  # the residual, input of both norms
             (casts(1), False, True),  # ln1 -> query_key_value
             (3 * a * d, True, True),  # q, k, v: one tensor, which the SDPA's v (a view) keeps whole
-            (2 * a * d if rotary else 0, True, True),  # rotated q, k (fp32; autocast: bf16 copies)
+            (2 * a * d if rotary else 0, True, True),  # rotated q, k (in the compute dtype: bf16 under autocast)
             attention_out,
             # partial rotary concatenates q into head-major order: the projection reads a copy
             (a * d if rotary and cfg.rotary_ndims < cfg.head_size else 0, False, False),
