@@ -228,8 +228,9 @@ def no_grad_pass(cfg, rows: int, seq_len: int, device: str, autocast: bool, unem
 def generation(cfg, rows: int, prompt: int, new_tokens: int, device: str, autocast: bool) -> float:
     """Peak of greedy generation with a KV cache: the prompt's pass, whose cache holds each
     block's rotated keys and its packed q, k, v (the values are a view of it), then one token
-    per step, each block's keys and values (fp32 keys: rotary output) copied into a longer
-    cache, the old one alive during the copy."""
+    per step, each block's keys and values (keys counted as fp32: an upper bound under autocast,
+    where the rotary output is bf16) copied into a longer cache, the old one alive during the
+    copy."""
     a, d = compute_bytes(device, autocast), cfg.d_model
     first = rows * prompt * cfg.n_layer * (4 * d + 3 * a * d) + no_grad_pass(cfg, rows, prompt, device, autocast)
     total = prompt + new_tokens
