@@ -223,8 +223,10 @@ def fitted_profile(rows: list[dict], compile: bool):
     batch = [r["batch_ms"] / 1e3 for r in done if finite(r.get("batch_ms"))]
     compiled = [r["compile_s"] for r in train if finite(r.get("compile_s"))]
     measured = ", ".join(f"{r['block']}: {r['step_ms']:.3g} ms" for r in done if r.get("kind") != "cpu")
+    # memory_bandwidth 0: the measured steps hold their optimizer traffic, which the fit folds
+    # into its rate and overheads
     return replace(base, name=f"{name} (gpu-check)", peak_flops=peak, utilization=1.0, width_half=d0, step_s=step_s,
-                   step_layer_s=step_layer_s, call_s=call_s, call_layer_s=call_layer_s,
+                   step_layer_s=step_layer_s, memory_bandwidth=0.0, call_s=call_s, call_layer_s=call_layer_s,
                    batch_s=statistics.median(batch) if batch else base.batch_s,
                    compile_s=statistics.fmean(compiled) if compile and compiled else base.compile_s,
                    memory_bytes=float(train[0].get("device_memory") or 0) if cuda else base.memory_bytes,

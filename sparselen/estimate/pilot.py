@@ -308,8 +308,10 @@ def profile(results: list[dict], device, compile: bool, threads: int = 1):
         _, _, step_s, step_layer_s = fit(rows, peak=peak, d0=d0)
     memory = torch.cuda.get_device_properties(device).total_memory if cuda else profiles.machine_memory()
     measured = ", ".join(f"{r['shape']}{stack_label(r)}: {r['step_ms']:.3g} ms" for r in results)
+    # memory_bandwidth 0: the measured steps hold their optimizer traffic, which the fit folds
+    # into its rate and overheads
     return replace(base, name=f"{name} (pilot)", peak_flops=peak, utilization=1.0, width_half=d0, step_s=step_s,
-                   step_layer_s=step_layer_s, memory_bytes=float(memory),
+                   step_layer_s=step_layer_s, memory_bandwidth=0.0, memory_bytes=float(memory),
                    source=f"sparselen pilot: training steps per shape ({measured}); forward passes and start-up "
                           f"from {base.name}")
 

@@ -2,7 +2,9 @@
 
     seconds = job_s (+ compile_s for a job that trains)
               + sum over terms [ FLOPs / rate(d_model) + calls * (call_s + n_layer * layer_s) ]
-                (a stack's training step: its FLOPs those of all its runs; on a GPU at least
+                (a training step also streams OPTIMIZER_BYTES per parameter and run at the
+                 device's memory bandwidth, where the profile has one; a stack's training step:
+                 its FLOPs and that traffic those of all its runs; on a GPU at least
                  runs * batch_s, its batches drawn beside it; on a CPU + (runs - 1) * batch_s)
               + sum over non-model units [ amount * seconds_per_unit ]
     rate(d) = peak_flops * utilization * d / (d + width_half)
@@ -59,6 +61,9 @@ class Profile:
     units: dict = field(default_factory=dict)  # seconds per unit of non-model work (UNITS)
     source: str = ""
     memory_bytes: float = 0.0  # the device's memory (0: unknown, not checked)
+    # bytes/s a training step's per-parameter traffic streams at (``optimizer_seconds``); 0: not
+    # priced apart, folded into the fitted overheads and rate (a CPU's, a measured GPU's)
+    memory_bandwidth: float = 0.0
     thread_efficiency: float = THREAD_EFFICIENCY  # a CPU's speed-up per thread beyond the first (``speedup``)
 
     @property
@@ -110,6 +115,16 @@ UNITS = {
 # "Stacks in the estimate").
 BATCH_S = 8e-4
 
+# Bytes a training step moves per parameter and run beyond its matrix products (fp32 weights,
+# bf16 autocast), each memory-bound and so streamed at the device's memory bandwidth: fused AdamW
+# reads the weight, its gradient and both moments and writes the weight and moments (28);
+# gradient-norm clipping (a stack's per run, ``sparselen.training.stacked.clip_grad_norm_per_run``)
+# reads the gradients for their norms, then scales them in place (4 + 8); autocast casts each
+# weight to bf16 in the forward pass (read 4, write 2), and backward's bf16 weight gradient is
+# written, read and accumulated into the fp32 one (2 + 2 + 4). A stack of S runs moves S times
+# as much each step: the term grows with S where the step's overheads do not.
+OPTIMIZER_BYTES = 54
+
 
 def gpu_profile(name: str, utilization: float = UTILIZATION, compile: bool = True, cpu: Profile | None = None) -> Profile:
     """A named GPU: datasheet peak x ``utilization`` (an assumption: 0.3-0.5 is typical of
@@ -122,7 +137,9 @@ def gpu_profile(name: str, utilization: float = UTILIZATION, compile: bool = Tru
     training step's to ~40% and costs ``compile_s`` at the start of each training job (the
     trainer compiles; evaluation runs eager). A training step also samples its batch on the CPU
     and reads the loss (~2 ms); a stack's worker process samples its runs' batches beside the
-    device (``BATCH_S`` each: the step takes the longer of the two). Not
+    device (``BATCH_S`` each: the step takes the longer of the two). Its optimizer, clipping and
+    casts stream ``OPTIMIZER_BYTES`` per parameter and run at the datasheet's memory bandwidth
+    (``optimizer_seconds``). Not
     measured here (no GPU was available): replace them with a
     measured profile (``sparselen pilot``, or benchmarks/calibrate.py --device cuda)."""
     key = GPU_ALIASES.get(name.lower(), name.lower())
@@ -136,7 +153,7 @@ def gpu_profile(name: str, utilization: float = UTILIZATION, compile: bool = Tru
         step_s=2e-3, step_layer_s=80 * launch * (0.4 if compile else 1.0), batch_s=BATCH_S, call_s=5e-4,
         call_layer_s=25 * launch,
         job_s=20.0, compile_s=70.0 if compile else 0.0, units=dict((cpu or CPU_DEFAULT).units),
-        memory_bytes=g.memory_gb * 2**30,
+        memory_bytes=g.memory_gb * 2**30, memory_bandwidth=g.memory_tb_per_s * 1e12,
         source=g.source + f"; utilization {utilization:g} and overheads assumed (sparselen.estimate.profiles.gpu_profile)")
 
 
@@ -205,15 +222,24 @@ def resolve(gpu: str | None, utilization: float, cpu_profile: str | None, compil
     return gpu_profile(gpu, utilization, compile, cpu), cpu
 
 
+def optimizer_seconds(term: Term, profile: Profile) -> float:
+    """What one training step of ``term`` streams beyond its FLOPs: ``OPTIMIZER_BYTES`` per
+    parameter of each of its runs (a stack's S: linear in S) at the profile's memory bandwidth;
+    0 where the profile has none (its overheads hold it) or the term names no parameters."""
+    if not profile.memory_bandwidth or not term.parameters:
+        return 0.0
+    return term.runs * term.parameters * OPTIMIZER_BYTES / profile.memory_bandwidth
+
+
 def step_seconds(term: Term, profile: Profile, threads: int = 1) -> float:
     """One training step of ``term`` (all its runs, for a stack's): its FLOPs (on ``threads`` CPU
-    threads: ``Profile.speedup``), the step's own overhead and each pass's per-layer kernel
-    launches; for a stack, its runs' batches drawn on the host. A stack on a GPU draws them in a
-    worker process while the device computes (``sparselen.training.stacked.step_batches``), so its
-    step takes the longer of the two; on a CPU it draws each further run's batch after the first,
-    and the times add up."""
+    threads: ``Profile.speedup``), the step's own overhead, each pass's per-layer kernel
+    launches and its runs' optimizer traffic (``optimizer_seconds``); for a stack, its runs'
+    batches drawn on the host. A stack on a GPU draws them in a worker process while the device
+    computes (``sparselen.training.stacked.step_batches``), so its step takes the longer of the
+    two; on a CPU it draws each further run's batch after the first, and the times add up."""
     device = (term.flops / term.calls / (profile.rate(term.d_model) * profile.speedup(threads)) + profile.step_s
-              + term.passes * term.n_layer * profile.step_layer_s)
+              + term.passes * term.n_layer * profile.step_layer_s + optimizer_seconds(term, profile))
     if term.runs == 1:
         return device
     if profile.device == "gpu":
@@ -224,7 +250,8 @@ def step_seconds(term: Term, profile: Profile, threads: int = 1) -> float:
 def seconds(work: Work, profile: Profile) -> dict:
     """Predicted seconds of one job: ``seconds`` in all; its resumable part ``train_seconds``
     (``work.resumable``: what its checkpoints keep, for the resubmission arithmetic);
-    ``busy_seconds``, the part its device spends on its FLOPs (what jobs sharing a GPU add up:
+    ``busy_seconds``, the part its device spends on its FLOPs and its training steps' optimizer
+    traffic (what jobs sharing a GPU add up:
     ``sparselen.estimate.tables``); ``restart_seconds``, what every attempt pays before any work
     (start-up; a trained model's compilation). Its FLOPs and units run on ``work.threads``
     threads (``Profile.speedup``); the per-step and per-call overheads on one."""
@@ -236,6 +263,7 @@ def seconds(work: Work, profile: Profile) -> dict:
         flop_s = t.flops / (profile.rate(t.d_model) * speedup)
         busy += flop_s
         if t.kind == "train":
+            busy += t.calls * optimizer_seconds(t, profile)
             s = t.calls * step_seconds(t, profile, work.threads)
         else:
             s = flop_s + t.calls * (profile.call_s + t.n_layer * profile.call_layer_s) * (2 if t.kind == "grad" else 1)

@@ -8,9 +8,11 @@ and passes.
 Such a job pays start-up, compilation and the trainer once; its training step is one step of
 all S runs:
 
-- time: the step's overheads once and the FLOPs of S runs at the profile's rate, each run's
+- time: the step's overheads once, the FLOPs of S runs at the profile's rate, each run's
   batch padded to the longest of the step's (the expected longest of S draws from the run's
-  equally likely lengths), or on a GPU, where longer, the S runs' batches drawn on the host
+  equally likely lengths), and the S runs' optimizer traffic (AdamW, per-run clipping, casts:
+  ``profiles.OPTIMIZER_BYTES`` per parameter and run at the GPU's memory bandwidth, linear in
+  S: ``profiles.optimizer_seconds``), or on a GPU, where longer, the S runs' batches drawn on the host
   (``Profile.batch_s`` each) by the worker process that draws them beside the device
   (``sparselen.training.stacked.step_batches``; on a CPU they add up); the evaluations it runs (the
   theory's GPT runs) one run after another;

@@ -81,10 +81,10 @@ def train(job, config) -> Work:
     devices = par["processes"] * par["nodes"]
     micro, passes = micro_steps(max(1, rows // devices), lang["micro_batch_tokens"] and
                                 max(1, lang["micro_batch_tokens"] // context))
-    w = train_work(Shape.of(job.params.model, _vocab(lang)), job.params.train, rows, [context], passes)
-    w.devices = devices
     cfg = _config(lang, job.wildcards.run)
-    w.parameters = memory.parameters(cfg)
+    w = train_work(Shape.of(job.params.model, _vocab(lang)), job.params.train, rows, [context], passes,
+                   memory.parameters(cfg))
+    w.devices = devices
     return w.need(f"training step of {micro} x {context} tokens per pass", "language.micro_batch_tokens",
                   lambda kind: memory.train_step(cfg, micro, context, kind))
 

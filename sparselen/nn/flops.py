@@ -77,6 +77,9 @@ class Term:
     rows: int = 0
     lengths: tuple = ()
     shape: Shape | None = None
+    # a training term's parameters per run: what its optimizer step streams through memory each
+    # step, for every run a call serves (``sparselen.estimate.profiles.optimizer_seconds``)
+    parameters: int = 0
 
 
 @dataclass
@@ -133,14 +136,16 @@ def chunks(n: int, batch: int) -> list[int]:
     return [min(batch, n - i) for i in range(0, n, batch)]
 
 
-def train_work(shape: Shape, train: dict, rows: int, seq_lens: list[float], passes: int = 1) -> Work:
+def train_work(shape: Shape, train: dict, rows: int, seq_lens: list[float], passes: int = 1,
+               parameters: int = 0) -> Work:
     """``train.steps`` training steps of ``rows`` sequences whose length is drawn from ``seq_lens``,
-    each in ``passes`` forward/backward passes (micro-steps)."""
+    each in ``passes`` forward/backward passes (micro-steps), of a model of ``parameters``
+    parameters (the job's and its training term's)."""
     steps = int(train["steps"])
     per_step = mean(3 * shape.forward(rows, T) for T in seq_lens)
-    w = Work(train_steps=steps, checkpoint_every=int(train.get("checkpoint_every", steps)))
+    w = Work(train_steps=steps, checkpoint_every=int(train.get("checkpoint_every", steps)), parameters=int(parameters))
     w.add("train", steps, steps * per_step, shape, passes)
-    w.terms[-1] = replace(w.terms[-1], rows=rows, lengths=tuple(seq_lens), shape=shape)
+    w.terms[-1] = replace(w.terms[-1], rows=rows, lengths=tuple(seq_lens), shape=shape, parameters=int(parameters))
     return w
 
 

@@ -103,7 +103,7 @@ def layer_terms(cfg, a: int) -> list[tuple[float, bool, bool]]:
             (4 * d + 2 * NORM_STATS, True, True),  # the residual, input of both norms
             (casts(1), False, True),  # ln1 -> query_key_value
             (3 * a * d, True, True),  # q, k, v: one tensor, which the SDPA's v (a view) keeps whole
-            (2 * a * d if rotary else 0, True, True),  # rotated q, k (fp32; autocast: bf16 copies)
+            (2 * a * d if rotary else 0, True, True),  # rotated q, k (in the compute dtype: bf16 under autocast)
             attention_out,
             # partial rotary concatenates q into head-major order: the projection reads a copy
             (a * d if rotary and cfg.rotary_ndims < cfg.head_size else 0, False, False),
@@ -228,8 +228,9 @@ def no_grad_pass(cfg, rows: int, seq_len: int, device: str, autocast: bool, unem
 def generation(cfg, rows: int, prompt: int, new_tokens: int, device: str, autocast: bool) -> float:
     """Peak of greedy generation with a KV cache: the prompt's pass, whose cache holds each
     block's rotated keys and its packed q, k, v (the values are a view of it), then one token
-    per step, each block's keys and values (fp32 keys: rotary output) copied into a longer
-    cache, the old one alive during the copy."""
+    per step, each block's keys and values (keys counted as fp32: an upper bound under autocast,
+    where the rotary output is bf16) copied into a longer cache, the old one alive during the
+    copy."""
     a, d = compute_bytes(device, autocast), cfg.d_model
     first = rows * prompt * cfg.n_layer * (4 * d + 3 * a * d) + no_grad_pass(cfg, rows, prompt, device, autocast)
     total = prompt + new_tokens

@@ -79,8 +79,15 @@ class ModelConfig:
         return asdict(self)
 
 
+def compute_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype autocast computes ``x``'s products in (bf16 on a GPU), else ``x``'s own."""
+    t = x.device.type
+    return torch.get_autocast_dtype(t) if torch.is_autocast_enabled(t) else x.dtype
+
+
 class Rotary(nn.Module):
-    """cos/sin tables for arbitrary (possibly shifted or coupled) integer position ids."""
+    """cos/sin tables for arbitrary (possibly shifted or coupled) integer position ids: angles
+    in fp32, the tables in the dtype asked for (the decoders ask for ``compute_dtype``)."""
 
     def __init__(self, ndims: int, base: float):
         super().__init__()
@@ -244,7 +251,9 @@ class GPTNeoX(Decoder):
             if position_ids is None:
                 start = 0 if cache is None or cache[0][0] is None else cache[0][0].shape[2]
                 position_ids = torch.arange(start, start + T, device=input_ids.device)[None]  # shared by the batch
-            rope = self.rotary(position_ids, x.dtype)
+            # in the products' dtype: under autocast, q and k (bf16 out of query_key_value) stay
+            # bf16 into SDPA instead of meeting fp32 tables; in fp32, x's dtype, as ever
+            rope = self.rotary(position_ids, compute_dtype(x))
         last = len(self.gpt_neox.layers) - 1
         for i, layer in enumerate(self.gpt_neox.layers):
             ids = self._id_embedding(position_ids) if i == last else None

@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from sparselen.nn.batch import IGNORE
-from sparselen.nn.model import Decoder, Rotary, _rotate, attend
+from sparselen.nn.model import Decoder, Rotary, _rotate, attend, compute_dtype
 
 VARIANTS = {
     "olmo1": dict(norm="layernorm", norm_affine=False, norm_after=False, qk_norm=False, activation="swiglu",
@@ -58,12 +58,6 @@ def fast_path(x: torch.Tensor) -> bool:
     """Whether ``x`` runs on the GPU's path (a CUDA tensor, or under autocast): one fused QKV
     product and RoPE in the autocast dtype. A CPU in float32 computes as ever, bit for bit."""
     return x.is_cuda or torch.is_autocast_enabled(x.device.type)
-
-
-def compute_dtype(x: torch.Tensor) -> torch.dtype:
-    """The dtype autocast computes ``x``'s products in (bf16 on a GPU), else ``x``'s own."""
-    t = x.device.type
-    return torch.get_autocast_dtype(t) if torch.is_autocast_enabled(t) else x.dtype
 
 
 @dataclass(frozen=True)

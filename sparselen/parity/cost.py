@@ -26,9 +26,9 @@ def train(job, config) -> Work:
     lo, hi = p.train["lengths"]
     seq = [2 * l + 1 for l in range((lo + 1) // 2, hi // 2 + 1)]
     rows, passes = micro_steps(p.train["batch_size"], micro)
-    w = train_work(Shape.of(p.model, len(VOCAB)), p.train, p.train["batch_size"], seq, passes)
     cfg = _model(p.model, p.scheme)
-    w.parameters = memory.parameters(cfg)
+    w = train_work(Shape.of(p.model, len(VOCAB)), p.train, p.train["batch_size"], seq, passes,
+                   memory.parameters(cfg))
     return w.need(f"training step of {rows} x {max(seq)} tokens", "parity.micro_batch",
                   lambda kind: memory.train_step(cfg, rows, max(seq), kind), training_step=True)
 

@@ -34,9 +34,9 @@ def train(job, config) -> Work:
     seq = _train_lengths(task, p.task_config, p.train["batch_size"], p.max_position_id)
     model, scheme = run_model(section, p.task_config, name), variants.run_scheme(section, name)
     rows, passes = micro_steps(p.train["batch_size"], config["ppc"]["micro_batch"])
-    w = train_work(_shape(model, scheme, task, p.max_position_id), train_cfg, p.train["batch_size"], seq, passes)
     cfg = _model(model, scheme, task, p.max_position_id, p.id_embedding)
-    w.parameters = memory.parameters(cfg)
+    w = train_work(_shape(model, scheme, task, p.max_position_id), train_cfg, p.train["batch_size"], seq, passes,
+                   memory.parameters(cfg))
     return w.need(f"training step of {rows} x {max(seq)} tokens", "ppc.micro_batch",
                   lambda kind: memory.train_step(cfg, rows, max(seq), kind), training_step=True)
 

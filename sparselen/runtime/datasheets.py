@@ -1,6 +1,6 @@
-"""GPU datasheets: each named GPU's dense bf16 peak and memory, and which entry a CUDA device
-name is. The estimate's device profiles (``sparselen.estimate.profiles``) price work with them;
-the trainer reports MFU against them."""
+"""GPU datasheets: each named GPU's dense bf16 peak, memory and memory bandwidth, and which entry
+a CUDA device name is. The estimate's device profiles (``sparselen.estimate.profiles``) price
+work with them; the trainer reports MFU against them."""
 
 from __future__ import annotations
 
@@ -12,22 +12,28 @@ class GPU:
     peak_bf16_tflops: float  # dense (no structured sparsity), tensor cores
     memory_gb: float  # the datasheet's memory
     source: str
+    memory_tb_per_s: float = 0.0  # the datasheet's memory bandwidth (TB/s, 1e12 bytes a second)
 
 
-# Dense bf16 tensor-core peaks and memory from the vendors' datasheets (the "with sparsity"
-# figures are 2x).
+# Dense bf16 tensor-core peaks, memory and memory bandwidth from the vendors' datasheets (the
+# "with sparsity" figures are 2x).
 GPUS = {
     "h100-sxm": GPU(989.4, 80, "NVIDIA H100 Tensor Core GPU datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity, "
-                               "80 GB (SXM5)"),
-    "h100-pcie": GPU(756.0, 80, "NVIDIA H100 datasheet: BF16 Tensor Core 1,513 TFLOPS with sparsity, 80 GB (PCIe)"),
+                               "80 GB, 3.35 TB/s (SXM5)", 3.35),
+    "h100-pcie": GPU(756.0, 80, "NVIDIA H100 datasheet: BF16 Tensor Core 1,513 TFLOPS with sparsity, 80 GB, 2 TB/s "
+                                "(PCIe)", 2.0),
     "h200": GPU(989.4, 141, "NVIDIA H200 datasheet: BF16 Tensor Core 1,979 TFLOPS with sparsity (same compute as "
-                            "H100 SXM), 141 GB"),
+                            "H100 SXM), 141 GB, 4.8 TB/s", 4.8),
     "a100": GPU(312.0, 80, "NVIDIA A100 datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity), A100 80GB "
-                           "(SXM and PCIe)"),
-    "a100-40gb": GPU(312.0, 40, "NVIDIA A100 datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity), A100 40GB"),
-    "l40s": GPU(362.05, 48, "NVIDIA L40S datasheet: BF16 Tensor Core 362.05 TFLOPS (733 with sparsity), 48 GB"),
-    "a10": GPU(125.0, 24, "NVIDIA A10 datasheet: BF16 Tensor Core 125 TFLOPS (250 with sparsity), 24 GB"),
-    "l4": GPU(121.0, 24, "NVIDIA L4 datasheet: BF16 Tensor Core 121 TFLOPS (242 with sparsity), 24 GB"),
+                           "(SXM and PCIe), 1,935 GB/s (PCIe; SXM 2,039)", 1.935),
+    "a100-40gb": GPU(312.0, 40, "NVIDIA A100 datasheet: BF16 Tensor Core 312 TFLOPS (624 with sparsity), A100 40GB, "
+                                "1,555 GB/s", 1.555),
+    "l40s": GPU(362.05, 48, "NVIDIA L40S datasheet: BF16 Tensor Core 362.05 TFLOPS (733 with sparsity), 48 GB, "
+                            "864 GB/s", 0.864),
+    "a10": GPU(125.0, 24, "NVIDIA A10 datasheet: BF16 Tensor Core 125 TFLOPS (250 with sparsity), 24 GB, 600 GB/s",
+               0.6),
+    "l4": GPU(121.0, 24, "NVIDIA L4 datasheet: BF16 Tensor Core 121 TFLOPS (242 with sparsity), 24 GB, 300 GB/s",
+              0.3),
 }
 GPU_ALIASES = {"h100": "h100-sxm", "a100-sxm": "a100", "a100-pcie": "a100", "a100-80gb": "a100", "a10g": "a10"}
 

@@ -30,14 +30,13 @@ def run_gpt(job, config) -> Work:
     shape = Shape.of(p.gpt["model"], pc.vocab_size)
     train, B = p.gpt["train"], p.gpt["train"]["batch_size"]
     rows, passes = micro_steps(B, micro)
-    w = train_work(shape, train, B, [n + 1 for n in lengths], passes)
+    cfg = ModelConfig(vocab_size=pc.vocab_size, scheme=p.gpt["schemes"][job.wildcards.distribution],
+                      **p.gpt["model"])
+    w = train_work(shape, train, B, [n + 1 for n in lengths], passes, memory.parameters(cfg))
     for n in targets:
         for b in chunks(p.eval["n"], p.eval["batch_size"]):
             w.add("forward", 1, shape.forward(b, n + 1, "last"), shape)
-    cfg = ModelConfig(vocab_size=pc.vocab_size, scheme=p.gpt["schemes"][job.wildcards.distribution],
-                      **p.gpt["model"])
     T, n = max(lengths) + 1, min(p.eval["n"], p.eval["batch_size"])
-    w.parameters = memory.parameters(cfg)
     w.need(f"training step of {rows} x {T} tokens", "theory.micro_batch",
            lambda kind: memory.train_step(cfg, rows, T, kind), training_step=True)
     return w.need(f"evaluation pass of {n} x {max(targets) + 1} tokens", "theory.eval.batch_size",

@@ -790,6 +790,43 @@ def test_a_gpu_stack_draws_its_batches_beside_the_device_and_a_cpu_stack_after()
     assert step_seconds(replace(one, flops=4096 * flop, runs=4096), gpu) == pytest.approx(4096 * gpu.batch_s)
 
 
+def test_a_stacks_optimizer_traffic_grows_linearly_with_its_runs():
+    """Every training step streams ``OPTIMIZER_BYTES`` (54) per parameter and run (AdamW,
+    per-run clipping, casts) at the GPU's datasheet memory bandwidth: a stack of S runs S times
+    one run's, on top of overheads that do not grow with S. Parity's paper.yaml stack, 58 runs of
+    18.9M parameters, streams 59 GB a step: about 17.7 ms on an H100 (3.35 TB/s). A CPU's
+    profile prices none apart (its calibrated overheads hold it)."""
+    from types import SimpleNamespace
+
+    from sparselen.estimate import stacks
+    from sparselen.estimate.profiles import OPTIMIZER_BYTES, optimizer_seconds, step_seconds
+    from sparselen.parity import cost
+    from sparselen.parity.task import VOCAB
+
+    config = load(PAPER)
+    p = config["parity"]
+    run = cost.train(SimpleNamespace(params=SimpleNamespace(model=p["model"], scheme=p["scheme"], train=p["train"])),
+                     config)
+    assert run.parameters == memory.parameters(ModelConfig(vocab_size=len(VOCAB), scheme=p["scheme"], **p["model"]))
+    assert run.parameters == pytest.approx(18.9e6, rel=2e-3)
+    gpu, cpu = profiles.resolve("h100", 0.4, None)
+    assert gpu.memory_bandwidth == 3.35e12 and not cpu.memory_bandwidth
+
+    def term(stack):
+        return next(t for t in stacks.stack_work([run] * stack, "parity").terms if t.kind == "train")
+
+    one = optimizer_seconds(term(1), gpu)
+    assert one == pytest.approx(OPTIMIZER_BYTES * run.parameters / 3.35e12)
+    for stack in (2, 17, 35, 58):
+        t = term(stack)
+        assert optimizer_seconds(t, gpu) == pytest.approx(stack * one)
+        assert step_seconds(t, gpu) - step_seconds(replace(t, parameters=0), gpu) == pytest.approx(stack * one)
+        assert optimizer_seconds(t, cpu) == 0 and step_seconds(t, cpu) == step_seconds(replace(t, parameters=0), cpu)
+    assert optimizer_seconds(term(58), gpu) == pytest.approx(17.7e-3, rel=2e-3)
+    # at S = 58, four times the step's flat overheads (2 ms + 0.32 ms per layer)
+    assert optimizer_seconds(term(58), gpu) > 4 * (gpu.step_s + p["model"]["n_layer"] * gpu.step_layer_s)
+
+
 def test_the_last_token_batch_knob_prices_the_analysis_passes_and_names_itself(paper_dag):
     """``language.analysis_batch_size`` (a runtime knob): the analysis' and transfer's
     last-token passes at its batch (fewer calls, the same FLOPs), the selectors' passes at
