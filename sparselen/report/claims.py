@@ -141,8 +141,14 @@ def error_rates(sections: dict, claims=CLAIMS, table: dict | None = None) -> dic
             section = sections[c.slice]
             p = c.power(section) if c.power else None
             out[c.id] = {"false_holds": cr.false_holds(table, c.id, cr.slice_sizes(c.slice, section)),
-                         "power": cr.power_text(p), "power_value": p}
+                         "power": cr.power_text(p, _basis(c.id)), "power_value": p}
     return out
+
+
+def _basis(claim: str) -> str:
+    from sparselen.statistics.power import SPREADS
+
+    return "assumed" if claim in SPREADS and SPREADS[claim].assumed else "measured"
 
 
 def with_rates(answer: str, rates: dict | None, power: bool = True) -> str:

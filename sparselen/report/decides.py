@@ -89,8 +89,8 @@ def legend() -> list[str]:
             f"language claims on CPU: no model copies from far context). **{BY_SEED_SET}**: under-powered, at "
             f"{SOME_POWER:.0%} power or more: the claim holds on some seed sets and is not decidable on others. "
             f"**{NO}**: the report says \"not decidable on this config\". A percentage is the power at the measured "
-            "effect (`sparselen/statistics/power.py`; none for the language claims, whose spread was never "
-            f"measured). Generated from each claim's `design` and `power` by `{COMMAND}`; "
+            "effect (`sparselen/statistics/power.py`; for L2, whose spread was never measured, at an assumed one; "
+            f"none for L1). Generated from each claim's `design` and `power` by `{COMMAND}`; "
             "`tests/report/test_decides.py` fails when a document differs."]
 
 
@@ -107,7 +107,10 @@ def matrix(found: list[Reach]) -> list[str]:
 def _why(r: Reach) -> str:
     if r.decides != YES:
         return short_design(r.why)
-    return (f"at least {TARGET:.0%} power at the measured spread" if r.power is not None
+    from sparselen.statistics.power import SPREADS
+
+    basis = "assumed" if r.claim in SPREADS and SPREADS[r.claim].assumed else "measured"
+    return (f"at least {TARGET:.0%} power at the {basis} spread" if r.power is not None
             else "decided by the evidence alone: no spread measured, so no power")
 
 

@@ -59,5 +59,6 @@ def false_holds(table: dict, claim: str, sizes: dict) -> str:
     return f"false holds under no effect {w['holds']}/{w['replicates']} (calibration at this config's sizes{of})"
 
 
-def power_text(p: float | None) -> str:
-    return "no power is computed (no spread measured)" if p is None else f"power at the measured effect {p:.0%}"
+def power_text(p: float | None, basis: str = "measured") -> str:
+    """The power as the report words it, at the ``basis`` ("measured" or "assumed") effect."""
+    return "no power is computed (no spread measured)" if p is None else f"power at the {basis} effect {p:.0%}"
