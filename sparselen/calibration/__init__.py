@@ -46,6 +46,7 @@ class Sizes:
     theory_n: int
     tokens: int
     sections: dict = field(default_factory=dict, repr=False)
+    language_seeds: int = 1
 
 
 def sizes_of(name: str, cfg: dict, fallback: dict | None = None) -> Sizes:
@@ -56,7 +57,7 @@ def sizes_of(name: str, cfg: dict, fallback: dict | None = None) -> Sizes:
     tasks |= {t: ppc[t] for t in ppc["tasks"]}
     return Sizes(name, len(ppc["seeds"]), ppc["eval"]["n"], tasks, len(cfg["parity"]["seeds"]),
                  cfg["parity"]["eval"]["n"], len(cfg["theory"]["seeds"]), cfg["theory"]["eval"]["n"],
-                 cfg["language"]["analysis"]["tokens"], cfg)
+                 cfg["language"]["analysis"]["tokens"], cfg, len(cfg["language"]["seeds"]))
 
 
 @dataclass(frozen=True)

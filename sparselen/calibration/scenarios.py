@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from sparselen.calibration import FALSE, TRUE, Scenario, Sizes
-from sparselen.calibration.tables import parity_runs, ppc_runs, shared_denominator_tables, theory_runs
+from sparselen.calibration.tables import (parity_runs, ppc_runs, replicated_language_tables,
+                                          shared_denominator_tables, theory_runs)
 from sparselen.parity import claims as parity_claims
 from sparselen.ppc import claims as ppc_claims
 from sparselen.ppc.tasks import sampler_params, task_module
@@ -118,20 +119,40 @@ TOKENS_PER_DOC = 6  # analysed tokens per document in the language scenarios
 
 
 def language(claim: str, name: str, truth: str, effect: float) -> Scenario:
-    """``shared_denominator_tables`` at the config's analysed tokens: sparsity and the normalised
-    gain share their denominator, and sparse tokens gain ``effect`` x their benefit more."""
+    """``shared_denominator_tables`` at the config's analysed tokens and language seeds: sparsity
+    and the normalised gain share their denominator, and sparse tokens gain ``effect`` x their
+    benefit more."""
     def draw(sizes: Sizes, rng: np.random.Generator):
         docs = max(2, round(sizes.tokens / TOKENS_PER_DOC))
         data = shared_denominator_tables(docs=docs, per_doc=TOKENS_PER_DOC, effect=effect,
-                                         seed=int(rng.integers(2**31)))
-        return data, {"language": {"sparse_share": 0.9}}
+                                         seed=int(rng.integers(2**31)), seeds=sizes.language_seeds)
+        return data, {"language": {"sparse_share": 0.9, "min_benefit": 0.3}}
+
+    return Scenario(claim, name, truth, draw)
+
+
+def replicated(claim: str, name: str, truth: str, **kind) -> Scenario:
+    """``replicated_language_tables`` at the config's analysed tokens and language seeds, with
+    ``kind`` (a document confounder, a benefit measured with noise, an effect)."""
+    def draw(sizes: Sizes, rng: np.random.Generator):
+        docs = max(2, round(sizes.tokens / TOKENS_PER_DOC))
+        data = replicated_language_tables(seeds=sizes.language_seeds, docs=docs, per_doc=TOKENS_PER_DOC,
+                                          seed=int(rng.integers(2**31)), **kind)
+        return data, {"language": {"sparse_share": 0.9, "min_benefit": 0.5}}
 
     return Scenario(claim, name, truth, draw)
 
 
 def l2() -> list[Scenario]:
     return [language("L2", "no effect: sparsity and gain share only the benefit as denominator", FALSE, 0.0),
-            language("L2", "sparse tokens gain 0.3 x their benefit more (ours: L2 never measured)", TRUE, 0.3)]
+            replicated("L2", "no effect: a document factor (sd 0.15) raises both recovery and the gain", FALSE,
+                       doc_sd=0.15),
+            replicated("L2", "no effect: each reference measures the benefit with noise (sd 0.1 nats), recovery and "
+                       "the gain follow the true one", FALSE, benefit_noise=0.1),
+            language("L2", "sparse tokens gain 0.3 x their benefit more (ours: L2 never measured)", TRUE, 0.3),
+            replicated("L2", "sparse tokens gain 0.3 x their benefit more within documents, 0.05 between seeds, "
+                       "with both confounders (assumed: L2 never measured)", TRUE, effect=0.3, seed_sd=0.05,
+                       doc_sd=0.15, benefit_noise=0.1)]
 
 
 # ----------------------------------------------------------------------------- sparse parity

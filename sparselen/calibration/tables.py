@@ -123,52 +123,97 @@ def theory_runs(acc, loss=lambda dist, ratio: 1e-3 * ratio, ks=(2,), seeds=SEEDS
 
 
 def language_tables(benefit=0.5, recovered=0.9, null=0.2, sparse_gain=0.8, dense_gain=0.2, docs=30, per_doc=4,
-                    planted=0.95):
-    """Per-token tables of one analysed model: half the tokens sparse (greedy k = 1 recovers
-    ``recovered``), half dense (recovered only at k = 16); a small document-level spread; one
+                    planted=0.95, seeds=(0,)):
+    """Per-token tables of ``seeds`` analysed models (a reference and a PoSE model each): half
+    the tokens of every document sparse (greedy k = 1 recovers ``recovered``), half dense
+    (recovered only at k = 16); a small document-level spread, drawn apart for each seed; one
     planted repeat per token whose copy greedy k <= 2 recovers ``planted`` of (None: no repeat
     had a benefit)."""
-    rng = np.random.default_rng(0)
     screen, deps, transfer = [], [], []
-    for d in range(docs):
-        shift = rng.normal(0, 0.05)
-        for t in range(per_doc):
-            sparse = t % 2 == 0
-            b = benefit + shift
-            screen.append({"doc": d, "t": t, "benefit": b})
-            for method, top in (("greedy", recovered), ("greedy_null", null)):
-                for k in (1, 2, 16):
-                    r = top if (sparse and method == "greedy") or k == 16 else top * 0.3
-                    labels = sparse and method == "greedy" and k <= 2  # what makes the token sparse
-                    deps.append({"doc": d, "t": t, "seed": 0, "method": method, "k": k,
-                                 "recovered": r + (abs(shift) if labels else shift), "L_short": 3.0, "L_long": 3.0 - b})
-            if planted is not None:
-                deps += [{"doc": d, "t": 100 + t, "seed": 0, "method": "greedy_planted", "k": k,
-                          "recovered": planted + shift, "L_short": 3.0, "L_long": 2.0} for k in (1, 2)]
-            for scheme in ("rope", "pose"):
-                g = (sparse_gain if sparse else dense_gain) * b + shift
-                transfer.append({"doc": d, "t": t, "seed": 0, "context": 32, "scheme": scheme, "gain": g})
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        for d in range(docs):
+            shift = rng.normal(0, 0.05)
+            for t in range(per_doc):
+                sparse = t % 2 == 0
+                b = benefit + shift
+                screen.append({"doc": d, "t": t, "seed": seed, "benefit": b})
+                for method, top in (("greedy", recovered), ("greedy_null", null)):
+                    for k in (1, 2, 16):
+                        r = top if (sparse and method == "greedy") or k == 16 else top * 0.3
+                        labels = sparse and method == "greedy" and k <= 2  # what makes the token sparse
+                        deps.append({"doc": d, "t": t, "seed": seed, "method": method, "k": k,
+                                     "recovered": r + (abs(shift) if labels else shift), "L_short": 3.0,
+                                     "L_long": 3.0 - b})
+                if planted is not None:
+                    deps += [{"doc": d, "t": 100 + t, "seed": seed, "method": "greedy_planted", "k": k,
+                              "recovered": planted + shift, "L_short": 3.0, "L_long": 2.0} for k in (1, 2)]
+                for scheme in ("rope", "pose"):
+                    g = (sparse_gain if sparse else dense_gain) * b + shift
+                    transfer.append({"doc": d, "t": t, "seed": seed, "context": 32, "scheme": scheme, "gain": g})
     return {"language": {"screen": pd.DataFrame(screen), "deps": pd.DataFrame(deps),
                          "transfer": pd.DataFrame(transfer)}}
 
 
-def shared_denominator_tables(docs=40, per_doc=6, effect=0.0, seed=3):
+def shared_denominator_tables(docs=40, per_doc=6, effect=0.0, seed=3, seeds=1):
     """Per-token tables in which sparsity and the normalised gain share only their denominator:
     each token's benefit b ~ U(0.3, 2) nats; greedy's two best far tokens recover 0.5 +- 0.2 nats
     (the share recovered, that over b, makes small-benefit tokens sparse); the PoSE model gains
     0.3 +- 0.05 nats whatever the token (gain / b is large where b is small), plus ``effect``
-    x b on sparse tokens."""
+    x b on sparse tokens. ``seeds`` training seeds measure the same tokens, each PoSE model
+    with its own noise."""
     rng = np.random.default_rng(seed)
     screen, deps, transfer = [], [], []
-    for d in range(docs):
-        for t in range(per_doc):
-            b, near = rng.uniform(0.3, 2.0), rng.uniform(0.3, 0.7)
-            screen.append({"doc": d, "t": t, "benefit": b})
-            deps += [{"doc": d, "t": t, "seed": 0, "method": "greedy", "k": k, "recovered": min(1.0, near * k / b),
+    tokens = [(d, t, rng.uniform(0.3, 2.0), rng.uniform(0.3, 0.7)) for d in range(docs) for t in range(per_doc)]
+    for s in range(seeds):
+        for d, t, b, near in tokens:
+            screen.append({"doc": d, "t": t, "seed": s, "benefit": b})
+            deps += [{"doc": d, "t": t, "seed": s, "method": "greedy", "k": k, "recovered": min(1.0, near * k / b),
                       "L_short": 3.0, "L_long": 3.0 - b} for k in (1, 2, 16)]
-            deps += [{"doc": d, "t": 100 + t, "seed": 0, "method": "greedy_planted", "k": k, "recovered": 0.95,
+            deps += [{"doc": d, "t": 100 + t, "seed": s, "method": "greedy_planted", "k": k, "recovered": 0.95,
                       "L_short": 3.0, "L_long": 2.0} for k in (1, 2)]
             gain = 0.3 + rng.normal(0, 0.05) + effect * b * (near * 2 / b >= 0.9)
-            transfer.append({"doc": d, "t": t, "seed": 0, "context": 32, "scheme": "pose", "gain": gain})
+            transfer.append({"doc": d, "t": t, "seed": s, "context": 32, "scheme": "pose", "gain": gain})
     return {"language": {"screen": pd.DataFrame(screen), "deps": pd.DataFrame(deps),
                          "transfer": pd.DataFrame(transfer)}}
+
+
+def replicated_language_tables(seeds=3, docs=334, per_doc=6, effect=0.0, doc_sd=0.0, benefit_noise=0.0,
+                               seed_sd=0.0, seed=0):
+    """Per-token tables of ``seeds`` training seeds (a reference model, its analysis and a PoSE
+    model at the short context each), every seed analysing the same ``docs`` x ``per_doc``
+    tokens. Each token has a true benefit b ~ U(0.5, 2) nats and a true share rho ~ U(0.5, 1.3)
+    of it that greedy's two best far tokens recover; the PoSE model gains 0.4 b (+- 0.05 nats).
+    Three departures, each at 0 by default:
+
+    - ``doc_sd``: a document factor u ~ N(0, doc_sd) that raises both rho and the PoSE gain
+      (by u b) of every token of its document;
+    - ``benefit_noise``: each reference seed measures b with its own noise N(0, benefit_noise),
+      which its benefit, and so the share recovered (rho b over the measured benefit), carry,
+      while recovery and the gain follow the true b;
+    - ``effect``: tokens whose true rho is at least 0.9 gain ``effect`` x b more, within every
+      document, by ``effect`` + N(0, ``seed_sd``) on each seed."""
+    rng = np.random.default_rng(seed)
+    n = docs * per_doc
+    doc = np.repeat(np.arange(docs), per_doc)
+    t = np.tile(np.arange(per_doc), docs)
+    u = rng.normal(0, doc_sd, docs)[doc] if doc_sd else np.zeros(n)
+    b = rng.uniform(0.5, 2.0, n)
+    rho = rng.uniform(0.5, 1.3, n) + u
+    sparse = rho >= 0.9
+    screen, deps, transfer = [], [], []
+    for s in range(seeds):
+        measured = b + (rng.normal(0, benefit_noise, n) if benefit_noise else 0.0)
+        share = rho * b / measured
+        screen.append(pd.DataFrame({"doc": doc, "t": t, "seed": s, "benefit": measured, "analysed": True}))
+        for k, part in ((1, 0.7), (2, 1.0), (16, 1.0)):
+            deps.append(pd.DataFrame({"doc": doc, "t": t, "seed": s, "method": "greedy", "k": k,
+                                      "recovered": np.maximum(share * part, 0.95) if k == 16 else share * part,
+                                      "L_short": 3.0, "L_long": 3.0 - measured}))
+        deps.append(pd.DataFrame({"doc": np.arange(30), "t": 10_000, "seed": s, "method": "greedy_planted", "k": 1,
+                                  "recovered": 0.95, "L_short": 3.0, "L_long": 2.0}))
+        lift = effect + (rng.normal(0, seed_sd) if seed_sd else 0.0)
+        gain = (0.4 + u + lift * sparse) * b + rng.normal(0, 0.05, n)
+        transfer.append(pd.DataFrame({"doc": doc, "t": t, "seed": s, "context": 32, "scheme": "pose", "gain": gain}))
+    return {"language": {"screen": pd.concat(screen, ignore_index=True), "deps": pd.concat(deps, ignore_index=True),
+                         "transfer": pd.concat(transfer, ignore_index=True)}}

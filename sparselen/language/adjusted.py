@@ -72,3 +72,39 @@ def swapped_in_pairs(label, order, n: int, rng: np.random.Generator) -> np.ndarr
     out[:, a] = np.where(swap, label[b], label[a])
     out[:, b] = np.where(swap, label[a], label[b])
     return out
+
+
+def within(values, groups) -> np.ndarray:
+    """``values`` [..., rows] minus the mean of their group (``groups``, one per row) along the
+    last axis: what a fit with a fixed effect per group leaves of them."""
+    _, codes = np.unique(np.asarray(groups), return_inverse=True)
+    v = np.asarray(values, dtype=float)
+    if not len(codes):
+        return v
+    order = np.argsort(codes, kind="stable")
+    starts = np.flatnonzero(np.diff(codes[order], prepend=-1))
+    means = np.add.reduceat(v[..., order], starts, axis=-1) / np.diff(np.append(starts, len(codes)))
+    return v - means[..., codes]
+
+
+def within_basis(benefit, groups) -> np.ndarray:
+    """The spline of log ``benefit`` (``spline_basis``) within ``groups``: the intercept, and any
+    term constant within every group, left out (the groups' fixed effects span them)."""
+    basis = within(spline_basis(np.log(benefit)).T, groups).T
+    scale = np.abs(spline_basis(np.log(benefit))).max(0)
+    return basis[:, np.abs(basis).max(0) > 1e-9 * np.maximum(scale, 1.0)]
+
+
+def within_difference(x, label, benefit, groups, w=None) -> np.ndarray:
+    """``adjusted_difference`` within ``groups`` (a fixed effect per group, e.g. the document):
+    the label's coefficient in the fit of ``x`` on it, a restricted cubic spline of log
+    ``benefit`` and the groups, one per row of ``w`` (weights constant within a group, as a
+    resample of whole groups gives; None: one unweighted fit). Groups whose rows all carry one
+    label add nothing to it."""
+    return adjusted_difference(within(x, groups), within(np.asarray(label, dtype=float), groups),
+                               within_basis(benefit, groups), w)
+
+
+def within_shuffled(x, labels, benefit, groups) -> np.ndarray:
+    """``within_difference`` for each row of ``labels`` [shuffles, rows], unweighted."""
+    return shuffled_difference(within(x, groups), within(labels, groups), within_basis(benefit, groups))

@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sparselen.language.adjusted import adjusted_difference, shuffled_difference, spline_basis, swapped_in_pairs
+from sparselen.language.adjusted import swapped_in_pairs, within_difference, within_shuffled
 from sparselen.language.sparsity import SPARSE_K, TOKEN, token_sparsity
-from sparselen.statistics.stats import ClusterBootstrap, weighted_mean, weighted_median
+from sparselen.statistics import power
+from sparselen.statistics.stats import ClusterBootstrap, t_interval, weighted_mean, weighted_median
 from sparselen.statistics.verdicts import (FAILS, HOLDS, INCONCLUSIVE, Claim, Result, Settings, both, decide,
                                            gate_result, verdict_result)
 
@@ -20,13 +21,15 @@ MIN_RECOVERED = 0.5  # L1: "nearly as well" read as at least half of the benefit
 MAX_K = 16  # L1: the largest k of the paper's sweep (language.analysis.k)
 MIN_GROUP_TOKENS = 20  # L2 and the positive control: fewer tokens in a group is not tested
 SHUFFLES = 1000  # L2's null: the sparsity labels swapped within pairs of tokens of adjacent benefit
-MIN_LOG_BENEFIT = 1e-3  # nats: the spline of log benefit reads a smaller (or negative) benefit as this
+MIN_SEEDS = 2  # L2: training seeds, each a reference analysed and a PoSE model (another seed's benefit normalises)
 
 
 def facts(section: dict) -> dict:
     """What the tests need of the config run (``language``): the share of a token's benefit
-    that makes it sparse (``sparselen.language.sparsity``)."""
-    return {"sparse_share": section["analysis"]["sparse_fraction"]}
+    that makes it sparse (``sparselen.language.sparsity``), and the benefit a token needs to be
+    analysed (L2 asks it of the other seed's benefit too)."""
+    a = section["analysis"]
+    return {"sparse_share": a["sparse_fraction"], "min_benefit": a["min_benefit"]}
 
 
 NO_BENEFIT = "a model that uses its long context (more training tokens or a larger model: configs/paper.yaml)"
@@ -112,10 +115,21 @@ def with_sparsity(tokens: pd.DataFrame, deps: pd.DataFrame, s: Settings) -> pd.D
     return tokens.merge(token_sparsity(deps, s.facts["sparse_share"]), on=TOKEN)
 
 
+def other_benefit(screen: pd.DataFrame, seed, seeds: list) -> tuple[object, pd.DataFrame]:
+    """(the reference seed after ``seed`` in ``seeds``, cyclically; its benefit on every token it
+    screened, as ``benefit``): a measurement of each token's benefit independent of the one
+    that labels its sparsity."""
+    other = seeds[(seeds.index(seed) + 1) % len(seeds)]
+    return other, screen.loc[screen["seed"] == other, ["doc", "t", "benefit"]]
+
+
 def language_sparse_generalizes(data: dict, s: Settings) -> list[Result]:
     """L2: for the PoSE model trained at the short context, the long-context gain normalised by
-    the reference's benefit is larger on sparse tokens than on dense ones at equal benefit (the
-    sparse label divides by it too: ``sparselen.language.adjusted``), and larger than with the
+    the benefit is larger on sparse tokens than on dense ones of the same document at equal
+    benefit, on each training seed: the sparse label from that seed's reference model, the
+    benefit that normalises and adjusts from another seed's (``other_benefit``), so that one
+    measurement's noise does not enter both sides. The seeds' mean has an interval from their
+    spread and the documents' resampling (shared by every seed), and is larger than with the
     labels swapped within pairs of tokens of adjacent benefit."""
     gate = language_benefit(data["screen"], s)
     if gate.verdict != HOLDS:
@@ -126,32 +140,50 @@ def language_sparse_generalizes(data: dict, s: Settings) -> list[Result]:
     control = planted_control(data["deps"], s)
     if control.verdict != HOLDS:
         return [gate_result("pose", f"{control.reason}; so greedy's sparsity labels are not read", control.resolve)]
-    tokens = with_sparsity(model, data["deps"], s)
-    sparse = tokens["sparse"].to_numpy(bool)
-    n_sparse, n_dense = int(sparse.sum()), int((~sparse).sum())
-    if min(n_sparse, n_dense) < MIN_GROUP_TOKENS:
-        return [gate_result("pose", f"{n_sparse} sparse and {n_dense} dense tokens (needs {MIN_GROUP_TOKENS} each)",
-                            "analyse more tokens (language.analysis.tokens)")]
-    x = (tokens["gain"] / tokens["ref_benefit"]).to_numpy(float)
-    benefit = tokens["ref_benefit"].to_numpy(float)
-    basis = spline_basis(np.log(np.clip(benefit, MIN_LOG_BENEFIT, None)))
-    boot = ClusterBootstrap(tokens["doc"], s, "L2")
-    value, lo, hi = boot.interval(float(adjusted_difference(x, sparse, basis)[0]),
-                                  adjusted_difference(x, sparse, basis, boot.weights(tokens["doc"])))
-    shuffled = swapped_in_pairs(sparse, benefit, SHUFFLES, s.rng("L2", "shuffled"))
-    null_lo, null_hi = np.quantile(shuffled_difference(x, shuffled, basis), [0.025, 0.975])
+    screen = data["screen"]
+    refs = sorted(set(screen["seed"]) & set(data["deps"]["seed"]))
+    seeds = sorted(set(model["seed"]) & set(refs))
+    group = f"pose, context {short}"
+    if len(seeds) < MIN_SEEDS or len(refs) < 2:
+        return [gate_result(group, f"{len(seeds)} training seed(s) with a PoSE model and an analysed reference "
+                            f"(needs {MIN_SEEDS}: the benefit that normalises the gain is another seed's reference, "
+                            "and the seeds' spread enters the interval)", "run two or more seeds (language.seeds)")]
+    boot = ClusterBootstrap(screen["doc"], s, "L2")
+    values, reps, nulls, counts = [], [], [], []
+    for seed in seeds:
+        other, benefit = other_benefit(screen, seed, refs)
+        tokens = with_sparsity(model[model["seed"] == seed], data["deps"], s).merge(benefit, on=["doc", "t"])
+        tokens = tokens[tokens["benefit"] >= s.facts["min_benefit"]]
+        sparse = tokens["sparse"].to_numpy(bool)
+        mixed = tokens.groupby("doc")["sparse"].transform("nunique").to_numpy() > 1
+        n_sparse, n_dense = int((sparse & mixed).sum()), int((~sparse & mixed).sum())
+        counts.append(f"seed {seed} (benefit from seed {other}): {n_sparse} vs {n_dense}")
+        if min(n_sparse, n_dense) < MIN_GROUP_TOKENS:
+            return [gate_result(group, f"seed {seed}: {n_sparse} sparse and {n_dense} dense tokens in documents "
+                                f"that have both, with seed {other}'s benefit >= {s.facts['min_benefit']} (needs "
+                                f"{MIN_GROUP_TOKENS} each)", "analyse more tokens (language.analysis.tokens)")]
+        b = tokens["benefit"].to_numpy(float)
+        x = tokens["gain"].to_numpy(float) / b
+        doc = tokens["doc"].to_numpy()
+        values.append(float(within_difference(x, sparse, b, doc)[0]))
+        reps.append(within_difference(x, sparse, b, doc, boot.weights(doc)))
+        shuffled = swapped_in_pairs(sparse, b, SHUFFLES, s.rng("L2", "shuffled", seed))
+        nulls.append(within_shuffled(x, shuffled, b, doc))
+    documents = np.nanvar(np.mean(reps, axis=0))  # every seed's tokens are of the same documents
+    value, lo, hi = t_interval(values, s.level, shared=[documents])
+    null_lo, null_hi = np.quantile(np.mean(nulls, axis=0), [0.025, 0.975])
     beyond_null = HOLDS if value > null_hi else FAILS if value < null_lo else INCONCLUSIVE
-    plain = float(x[sparse].mean() - x[~sparse].mean())
-    note = (f"sparse minus dense normalised gain at equal benefit (regressed on a spline of log benefit; "
-            f"{n_sparse} vs {n_dense} tokens); labels swapped within pairs of adjacent benefit: 95% of shuffles in "
-            f"[{null_lo:+.2f}, {null_hi:+.2f}]; unadjusted {plain:+.2f}, of which the same swaps alone give "
-            f"{float(np.mean([x[m].mean() - x[~m].mean() for m in shuffled[:100]])):+.2f} (the shared denominator)")
-    return [verdict_result(f"pose, context {short}", value, lo, hi, both(decide(lo, hi, 0.0), beyond_null), note)]
+    note = (f"sparse minus dense normalised gain within documents at equal benefit, mean of {len(values)} seeds "
+            f"({', '.join(f'{v:+.3f}' for v in values)}; the interval from their spread and the documents' "
+            f"resampling, sd {np.sqrt(documents):.3f}); sparse vs dense tokens in documents with both: "
+            f"{'; '.join(counts)}; labels swapped within pairs of adjacent benefit: 95% of shuffles in "
+            f"[{null_lo:+.3f}, {null_hi:+.3f}]")
+    return [verdict_result(group, value, lo, hi, both(decide(lo, hi, 0.0), beyond_null), note)]
 
 
 def _design(section: dict, claim: str) -> str:
     """"" when the config runs what the claim reads: the controls (L1, L2), the null control (L1),
-    a PoSE model at the short context (L2)."""
+    a PoSE model at the short context on seeds that give L2 its power at the assumed spread (L2)."""
     a = section["analysis"]
     if not a["planted"]["tokens"]:
         return "no positive control (language.analysis.planted.tokens = 0)"
@@ -159,7 +191,21 @@ def _design(section: dict, claim: str) -> str:
         return "no null control (language.analysis.null_control)"
     if claim == "L2" and "pose" not in section["schemes"]["short"]:
         return "no PoSE model at the short context"
+    if claim == "L2" and len(section["seeds"]) < MIN_SEEDS:
+        return (f"{len(section['seeds'])} language seed (L2 needs {MIN_SEEDS}: another seed's reference measures the "
+                "benefit, and the seeds' spread enters the interval)")
+    if claim == "L2" and _power(section) < power.TARGET:
+        need = next((n for n in range(MIN_SEEDS, 41) if power.replicated_power("L2", n, a["tokens"]) >= power.TARGET),
+                    None)
+        return (f"{len(section['seeds'])} language seeds give {_power(section):.0%} power at the assumed spread"
+                + (f"; about {need} needed" if need else ""))
     return ""
+
+
+def _power(section: dict) -> float:
+    """L2's power at the assumed effect and spread (``power.SPREADS``), at the config's seeds and
+    analysed tokens."""
+    return power.replicated_power("L2", len(section["seeds"]), section["analysis"]["tokens"])
 
 
 # A criterion's {sparse_share} is the config's share, filled in when the claims are checked.
@@ -175,11 +221,16 @@ CLAIMS = (
     Claim("L2", "language", "Tokens with sparse dependency generalize better from short-context training.",
           "a key factor driving length generalization is a 'sparse' dependency structure of each token on the "
           "previous ones",
-          f"Given L1's two gates, for the PoSE model trained at the short context: its long-context gain normalised "
-          f"by the reference's benefit, on sparse tokens (greedy k <= {SPARSE_K} recovers {{sparse_share}}) minus "
-          "dense ones at equal benefit (the coefficient of the sparse label in a least-squares fit of the normalised "
-          "gain on it and a restricted cubic spline of log benefit, 5 knots; the sparse label divides by the benefit "
-          "too), interval (by document) low end > 0, and above 97.5% of the same coefficient with the labels swapped "
-          f"at random within pairs of tokens of adjacent benefit ({SHUFFLES} shuffles).",
-          language_sparse_generalizes, "language_length", lambda section: _design(section, "L2"), unit="doc"),
+          f"Given L1's two gates and at least {MIN_SEEDS} training seeds, for the PoSE model trained at the short "
+          "context, on each seed: its long-context gain normalised by the benefit, on sparse tokens (greedy k <= "
+          f"{SPARSE_K} on that seed's reference recovers {{sparse_share}}) minus dense ones of the same document at "
+          "equal benefit (the coefficient of the sparse label in a least-squares fit of the normalised gain on it, a "
+          "restricted cubic spline of log benefit, 5 knots, and a fixed effect per document), the benefit that "
+          "normalises and adjusts measured by the next seed's reference (tokens where it is >= the analysis's "
+          "min_benefit); the mean over seeds has a 95% interval low end > 0 (Student's t on the seeds' spread, "
+          "widened in quadrature by the documents' resampling, which every seed shares), and lies above 97.5% of the "
+          f"same mean with the labels swapped at random within pairs of tokens of adjacent benefit ({SHUFFLES} "
+          "shuffles).",
+          language_sparse_generalizes, "language_length", lambda section: _design(section, "L2"), unit="doc",
+          power=_power),
 )

@@ -161,7 +161,8 @@ def language_recovered_line(data: dict, s: Settings, group: str) -> str | None:
 
 def language_gain_line(data: dict, s: Settings, group: str) -> str | None:
     """L2: the PoSE model's mean long-context gain over the reference's benefit, sparse tokens
-    against dense ones (unadjusted: the verdict compares them at equal benefit)."""
+    against dense ones, pooled over the seeds (unadjusted: the verdict compares them within
+    documents at equal benefit, with another seed's benefit)."""
     from sparselen.language.claims import short_pose, with_sparsity
 
     tokens = with_sparsity(short_pose(data["transfer"])[1], data["deps"], s)

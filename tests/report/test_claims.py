@@ -41,7 +41,8 @@ PPC_TASKS = {
 }
 FACTS = {"parity": {"train_lengths": (20, 20)},
          "ppc": {"train_sizes": {t: [2, 4] for t in PPC_TASKS}, "tasks": PPC_TASKS},
-         "language": {"sparse_share": 0.9}, "theory": {"floor": 1e-6}}
+         "language": {"sparse_share": 0.9, "min_benefit": 0.3}, "theory": {"floor": 1e-6}}
+LANG_SEEDS = (0, 1, 2)  # L2 reads another seed's benefit and the seeds' spread
 
 
 def check(data: dict, facts=None) -> pd.DataFrame:
@@ -706,43 +707,45 @@ def test_unfitted_laws_and_k1_leave_the_theory_claims_untested():
 
 
 def test_l2_compares_sparse_and_dense_tokens_of_the_same_benefit():
-    """No sparsity effect, only the shared denominator: the unadjusted difference is large and
-    held L2; at equal benefit, and against labels swapped within pairs of adjacent benefit, it
-    does not hold. A real effect (sparse tokens gain 0.3 x their benefit more) still holds."""
-    t = check(shared_denominator_tables())
+    """No sparsity effect, only the shared denominator, on 3 seeds: at equal benefit, within
+    documents, and against labels swapped within pairs of adjacent benefit, L2 does not hold
+    (its interval straddles 0). A real effect (sparse tokens gain 0.3 x their benefit more)
+    still holds. One seed is not tested: another seed's reference measures the benefit."""
+    t = check(shared_denominator_tables(seeds=3))
     row = group(t, "L2", "pose, context 32")
-    assert verdict(t, "L2") != HOLDS and row["ci_low"] < 0.1
-    naive = float(re.search(r"unadjusted ([+-]\d\.\d\d)", row["reason"])[1])
-    alone = float(re.search(r"the same swaps alone give ([+-]\d\.\d\d)", row["reason"])[1])
-    assert naive > 0.2 and alone > 0.5 * naive  # the denominator makes most of the plain difference
-    assert verdict(check(shared_denominator_tables(effect=0.3)), "L2") == HOLDS
+    assert verdict(t, "L2") != HOLDS and row["ci_low"] < 0 < row["ci_high"]
+    assert "mean of 3 seeds" in row["reason"] and "benefit from seed 1" in row["reason"]
+    assert verdict(check(shared_denominator_tables(effect=0.3, seeds=3)), "L2") == HOLDS
+    one = check(shared_denominator_tables(effect=0.3))
+    assert verdict(one, "L2") == INCONCLUSIVE and "needs 2" in head(one, "L2")["reason"]
 
 
 def test_l2_does_not_hold_on_the_shared_denominator_at_paper_scale():
-    """The same tables at paper.yaml's 2,000 analysed tokens, six draws: compared within five
-    strata of the benefit, the confounding left inside each stratum made L2 hold on five of
-    them (e.g. +0.028 [+0.019, +0.036]); adjusted for the benefit continuously, none holds.
-    Decided without the stability check, which can only make a verdict inconclusive."""
+    """The same tables at paper.yaml's 3 seeds of 2,000 analysed tokens, six draws: compared
+    within five strata of the benefit, the confounding left inside each stratum made L2 hold on
+    five of them (e.g. +0.028 [+0.019, +0.036]); adjusted for the benefit continuously, none
+    holds. Decided without the stability check, which can only make a verdict inconclusive.
+    (The document confounder and the noisy benefit: tests/language/test_l2_confounding.py.)"""
     l2 = next(c for c in cl.CLAIMS if c.id == "L2")
     s = Settings(RES.n_boot, RES.seed, RES.level, FACTS["language"])
-    decided = [combine(l2.test(shared_denominator_tables(docs=334, seed=seed)["language"], s)).verdict
+    decided = [combine(l2.test(shared_denominator_tables(docs=334, seed=seed, seeds=3)["language"], s)).verdict
                for seed in range(6)]
     assert HOLDS not in decided, decided
 
 
 def test_language_claims_on_per_token_tables():
-    t = check(language_tables())
+    t = check(language_tables(seeds=LANG_SEEDS))
     assert verdict(t, "L1") == HOLDS and verdict(t, "L2") == HOLDS
     assert "minus the null control" in head(t, "L1")["reason"]
     assert head(t, "L1")["resampled"].startswith("50 random resamples of 30 docs; Monte Carlo standard error")
     assert verdict(check(language_tables(recovered=0.3, null=0.1)), "L1") == FAILS  # well below half the benefit
     assert verdict(check(language_tables(recovered=0.9, null=0.9)), "L1") == INCONCLUSIVE  # no better than null
-    assert verdict(check(language_tables(sparse_gain=0.1, dense_gain=0.8)), "L2") == FAILS
+    assert verdict(check(language_tables(sparse_gain=0.1, dense_gain=0.8, seeds=LANG_SEEDS)), "L2") == FAILS
 
 
 def test_a_failed_positive_control_leaves_greedy_unread():
     for planted, why in ((0.4, "(needs >= 0.9)"), (None, "0 planted repeats with a long-context benefit")):
-        t = check(language_tables(planted=planted))
+        t = check(language_tables(planted=planted, seeds=LANG_SEEDS))
         for claim in ("L1", "L2"):
             assert verdict(t, claim) == INCONCLUSIVE and head(t, claim)["groups_tested"] == "0 of 1"
             assert "positive control" in head(t, claim)["reason"] and why in head(t, claim)["reason"]
@@ -755,12 +758,12 @@ def test_no_long_context_benefit_leaves_the_language_claims_untested():
         assert verdict(t, claim) == INCONCLUSIVE
         assert "no long-context benefit to explain" in head(t, claim)["reason"]
         assert "uses its long context" in head(t, claim)["resolve"]
-    few = check(language_tables(docs=6))
+    few = check(language_tables(docs=6, seeds=LANG_SEEDS))
     assert verdict(few, "L2") == INCONCLUSIVE and "needs 20 each" in head(few, "L2")["reason"]
 
 
 def test_the_criterion_shows_the_configured_sparse_share():
-    t = check(language_tables(), {"language": {"sparse_share": 0.8}})
+    t = check(language_tables(), {"language": {"sparse_share": 0.8, "min_benefit": 0.3}})
     assert "recovers 0.8" in head(t, "L2")["criterion"]
     not_run = cl.check({}, RES, {})  # a slice that did not run has no facts
     assert "<sparse_share>" in not_run[not_run["claim"] == "L2"]["criterion"].iloc[0]
