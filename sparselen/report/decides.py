@@ -96,7 +96,7 @@ def legend() -> list[str]:
             "and spread the claim is sized at (`sparselen/statistics/power.py`): measured on this project's runs "
             "of another model or task unless marked: *assumed effect* (the paper's, e.g. ppc = coupled), *other "
             "statistic* (measured on a statistic the claim no longer uses), *assumed* (a generator's); none for "
-            "L1; L2's is assumed, never measured. Generated from each claim's `design` and `power` by `{COMMAND}`; "
+            f"L1; L2's is assumed, never measured. Generated from each claim's `design` and `power` by `{COMMAND}`; "
             "`tests/report/test_decides.py` fails when a document differs."]
 
 

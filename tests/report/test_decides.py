@@ -29,6 +29,7 @@ def test_every_document_states_the_table_the_code_builds(found):
     (run ``python -m sparselen.report.decides --write`` where this fails)."""
     assert decides.stale(found=found) == [], f"run {decides.COMMAND}"
     assert decides.main(["--check"]) == 0
+    assert decides.COMMAND in " ".join(decides.legend()) and "{" not in " ".join(decides.legend())
 
 
 def test_a_design_short_of_its_power_decides_by_seed_set_where_a_verdict_is_not_rare(found):
