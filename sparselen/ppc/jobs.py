@@ -15,7 +15,7 @@ from sparselen.interface import variants
 from sparselen.interface.job import runtime
 from sparselen.interface.run import Run, typed_wildcards
 from sparselen.nn.model import ModelConfig
-from sparselen.ppc import TRAINING_CODE, report
+from sparselen.ppc import TRAINING_CODE, report, seeds_figure
 from sparselen.ppc.evaluate import evaluate_cells
 from sparselen.ppc.generate import COUPLED
 from sparselen.ppc.runs import run_model
@@ -125,8 +125,11 @@ def evaluate(job, device: torch.device | None = None) -> None:
 
 
 def table(job) -> None:
-    report.table(job.input.evals, job.output.csv, job.output.md, getattr(job.params, "train_sizes", None))
+    report.table(job.input.evals, job.output.csv, job.output.md, getattr(job.params, "train_sizes", None),
+                 getattr(job.output, "seeds", None))
 
 
 def figure(job) -> None:
     report.figure(job.input.table, job.params.train_max_sizes, job.output.png, job.output.pdf)
+    if hasattr(job.output, "seeds_png"):
+        seeds_figure.figure(job.input.seeds, job.params.roles, job.output.seeds_png, job.output.seeds_pdf)

@@ -9,6 +9,7 @@ from sparselen.ppc.tasks import task_module
 from sparselen.presentation.layout import grid as layout
 from sparselen.presentation.layout import percent, seeds
 from sparselen.presentation.tables import read_tables, runs_provenance, write_table
+from sparselen.runtime import io
 from sparselen.runtime.provenance import provenance
 from sparselen.statistics.stats import summarize
 
@@ -44,7 +45,9 @@ FIGURE_METRICS = {"position_ids": (" (position ids)", "--"), "first_id": (" (fir
 
 def caption(name: str, t: pd.DataFrame) -> str:
     """The figure's caption from the table it was drawn from: the runs and what the table
-    beside it holds."""
+    beside it holds (the per-seed figure's is fixed)."""
+    if name != "ppc":
+        return CAPTIONS[name]
     runs = list(dict.fromkeys(r for s in SCHEME_STYLES for r in sorted(set(t["scheme"]))
                               if r == s or r.startswith(s + "_")))
     n = int(t["n_seeds"].max())
@@ -66,7 +69,12 @@ def caption(name: str, t: pd.DataFrame) -> str:
 
 
 CAPTIONS = {"ppc": "Position coupling and Predictive Position Coupling: exact match against the input size, one "
-                   "panel per task, one line per run."}
+                   "panel per task, one line per run.",
+            "ppc_seeds": "The same runs seed by seed: exact match at the largest evaluated size, one point per "
+                         "training seed and run, one panel per task (what it decides in its title); filled: the run "
+                         "fits its training sizes and the claims count it; hollow: it did not fit and the claims "
+                         "leave it out; bar: the mean of the fitted seeds; dotted: the task's exact-match chance "
+                         "level."}
 
 def run_style(name: str) -> dict:
     """A run's curve style: its scheme's colour; a variant (``<scheme>_<what>``, e.g.
@@ -77,12 +85,13 @@ def run_style(name: str) -> dict:
     return {**SCHEME_STYLES[base], "ls": ":"} if base else {}
 
 
-def table(eval_csvs, out_csv, out_md, train_sizes: dict | None = None) -> pd.DataFrame:
+def table(eval_csvs, out_csv, out_md, train_sizes: dict | None = None, out_seeds=None) -> pd.DataFrame:
     """Per (task, scheme, metric, size) on the test samples: ``exact_match`` for every run, and
     the id diagnostics (``METRICS``) where a run has them; ``beyond_lookup``: the share of the
     cell's samples whose first lookup is longer than any of the training sizes'; with
     ``train_sizes`` (task -> [low, high]), ``n_fit``: the seeds whose run fits its training sizes,
-    as the claims count them (``sparselen.ppc.claims.run_scores``)."""
+    as the claims count them (``sparselen.ppc.claims.run_scores``), and, to ``out_seeds``, each
+    run's fit and exact match at its task's largest size per seed (the per-seed figure's)."""
     df = read_tables(eval_csvs)
     if "split" in df:
         df = df[df["split"] == "test"]
@@ -109,6 +118,8 @@ def table(eval_csvs, out_csv, out_md, train_sizes: dict | None = None) -> pd.Dat
         scores = run_scores(df, Settings(facts={"train_sizes": train_sizes}))
         fit = scores.groupby(["task", "scheme"])["fit"].sum().astype(int).rename("n_fit").reset_index()
         t = t.merge(fit, on=["task", "scheme"], how="left")
+        if out_seeds is not None:
+            io.write_csv(scores[["task", "scheme", "seed", "size", "fit", "in", "largest"]], out_seeds)
     t = t[["task", "scheme", "metric", "size", "prompt_tokens", *(["beyond_lookup"] if "beyond_lookup" in t else []),
            "mean", "ci_low", "ci_high", "n_seeds", *(["n_fit"] if "n_fit" in t else []), "n_samples"]]
     prov = runs_provenance(df)

@@ -224,6 +224,44 @@ def test_ppc_marks_the_runs_that_did_not_fit_dashed_and_named_in_their_panel(tmp
     assert readable_text(fig) == []
 
 
+def test_the_per_seed_figure_shows_every_seed_at_the_largest_size_hollow_where_it_did_not_fit(tmp_path, drawn):
+    from sparselen.ppc import seeds_figure
+    from sparselen.ppc.claims import task_roles
+    from sparselen.ppc.report import table
+
+    # copy_repeat trained on sizes 5-10: coupled fits on every seed and generalizes on two of three
+    def accuracy(scheme, seed, size):
+        if scheme == "coupled":
+            return 1.0 if size <= 10 or seed else 0.0
+        return 0.3 if scheme == "rope" else 1.0 if size <= 10 else 0.1
+
+    rows = [{"task": "copy_repeat", "scheme": scheme, "seed": seed, "size": size, "n": 100, "split": "test",
+             "correct": round(100 * accuracy(scheme, seed, size)), "accuracy": accuracy(scheme, seed, size),
+             "prompt_tokens": 10, "config_hash": "x"}
+            for scheme in ("rope", "pose", "coupled") for seed in range(3) for size in (5, 10, 20)]
+    pd.DataFrame(rows).to_csv(tmp_path / "e.csv", index=False)
+    table([tmp_path / "e.csv"], tmp_path / "t.csv", tmp_path / "t.md", {"copy_repeat": [5, 10]}, tmp_path / "s.csv")
+    seeds = pd.read_csv(tmp_path / "s.csv").set_index(["scheme", "seed"])
+    assert len(seeds) == 9 and (seeds["size"] == 20).all()
+    assert seeds.loc["coupled", "largest"].tolist() == [0.0, 1.0, 1.0]  # the seed a mean hides
+    assert not seeds.loc["rope", "fit"].any() and seeds.loc["pose", "fit"].all()
+
+    section = {"tasks": ["copy_repeat", "parity_scratchpad"],
+               "copy_repeat": {"train_sizes": [5, 10], "eval_sizes": [5, 10, 20]},
+               "parity_scratchpad": {"train_sizes": [3, 7], "eval_sizes": [3, 7, 70]}}
+    roles = task_roles(section)
+    assert roles["copy_repeat"]["role"] == "decides C1" and roles["parity_scratchpad"]["role"] == "decides C2"
+    seeds_figure.figure(tmp_path / "s.csv", roles, None, None)
+    ax = drawn[0].axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["rope", "pose", "coupled"]
+    points = [c for c in ax.collections if isinstance(c, matplotlib.collections.PathCollection)]
+    filled = sum(len(c.get_offsets()) for c in points if len(c.get_facecolors()))
+    hollow = sum(len(c.get_offsets()) for c in points if not len(c.get_facecolors()))
+    assert (filled, hollow) == (6, 3)  # rope's three seeds did not fit
+    assert "decides C1" in ax.get_title() and "size 20" in ax.get_title()
+    assert readable_text(drawn[0]) == []
+
+
 def test_theory_is_two_rows_with_intervals_in_log_space(tmp_path, drawn):
     from sparselen.theory.report import figure, log_summary
 

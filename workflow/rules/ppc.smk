@@ -1,6 +1,7 @@
 # Position coupling and PPC (docs/reconstruction.md, "Position coupling and PPC"): evaluation
 # set per task -> train and evaluate per (task, run, seed), or per (task, run) and chunk of
 # ppc.stack seeds -> table -> figure.
+import sparselen.ppc.claims
 import sparselen.ppc.runs
 import sparselen.ppc.samples
 import sparselen.ppc.tasks
@@ -158,6 +159,7 @@ rule ppc_table:
     output:
         csv=f"{PPC_DIR}/table.csv",
         md=f"{PPC_DIR}/table.md",
+        seeds=f"{PPC_DIR}/largest_size_per_seed.csv",
     log:
         "logs/ppc/table.log",
     benchmark:
@@ -176,6 +178,7 @@ rule ppc_table:
 rule ppc_figure:
     input:
         table=rules.ppc_table.output.csv,
+        seeds=rules.ppc_table.output.seeds,
     output:
         png=report(
             "results/figures/ppc.png",
@@ -183,6 +186,12 @@ rule ppc_figure:
             category="Position coupling and PPC",
         ),
         pdf="results/figures/ppc.pdf",
+        seeds_png=report(
+            "results/figures/ppc_seeds.png",
+            caption="../report/ppc_seeds.rst",
+            category="Position coupling and PPC",
+        ),
+        seeds_pdf="results/figures/ppc_seeds.pdf",
     log:
         "logs/ppc/figure.log",
     benchmark:
@@ -193,6 +202,7 @@ rule ppc_figure:
         ENV
     params:
         train_max_sizes={task: PPC[task]["train_sizes"][1] for task in PPC["tasks"]},
+        roles=sparselen.ppc.claims.task_roles(PPC),
     script:
         JOB
 
