@@ -353,6 +353,11 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     assert clock["wall_h"][8] <= 12, clock["wall_h"]  # the reproduction overnight on one node of 8 GPUs
     line = re.search(r"Wall clock .*: 8 GPUs: (\d+):(\d\d) \(at least \d+:\d\d\); 64 GPUs: \d+:\d\d", out)
     assert line and int(line[1]) + int(line[2]) / 60 == pytest.approx(clock["wall_h"][8], abs=1 / 60), out[-600:]
+    # the README's runbook states the figures this estimate prints
+    total = dict((d, h) for h, d in re.findall(r"(\d+:\d\d) (CPU|GPU)-hours", out.split("\nTotal: ")[1].split("\n")[0]))
+    runbook = (ROOT / "README.md").read_text().split("## Paper scale on GPUs")[1]
+    stated = f"{total['GPU']} GPU-hours and {total['CPU']} CPU-hours of jobs, {line[1]}:{line[2]} wall clock on 8 GPUs"
+    assert stated in " ".join(runbook.split()), f"README.md's runbook should say: {stated}"
     assert re.search(r"Critical chain, \d+:\d\d ", out) and "nan" not in out
     on_gpu = jobs[jobs["device"] == "gpu"]
     assert on_gpu["memory_gib"].notna().all() and on_gpu["memory_gib"].max() < 0.6 * gpu.usable_bytes / memory.GiB
