@@ -309,22 +309,6 @@ def _deciding(section: dict, claim: str) -> list:
             and f[t]["origin"] == "paper"]
 
 
-def task_roles(section: dict) -> dict:
-    """Per task, what it is to the claims (``role``: "decides C1", "decides C2", or why it is
-    shown aside) and its exact-match chance level at its largest evaluated size (``chance``)."""
-    out = {}
-    for task, f in facts(section)["tasks"].items():
-        if f["control"]:
-            role = f"control: {f['control']}"
-        elif not f["ids_depend_on_input"]:
-            role = "decides C1"
-        else:
-            role = "decides C2" if f["origin"] == "paper" else "extension [ours]"
-        chance = f["chance"].get(max(f["chance"])) if f["chance"] else None
-        out[task] = {"role": role, "chance": chance}
-    return out
-
-
 def _sizing(section: dict, claim: str) -> tuple[int, int, int]:
     """(seeds of the deciding task with fewest, deciding tasks, samples per cell)."""
     tasks = _deciding(section, claim)

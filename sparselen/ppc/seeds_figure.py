@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from sparselen.ppc.claims import facts
 from sparselen.ppc.report import SCHEME_STYLES, run_style
 from sparselen.runtime.provenance import provenance
 
@@ -20,10 +21,26 @@ def run_order(runs) -> list[str]:
     return list(dict.fromkeys(order + runs))
 
 
+def task_roles(section: dict) -> dict:
+    """Per task, what it is to the claims (``role``: "decides C1", "decides C2", or why it is
+    shown aside) and its exact-match chance level at its largest evaluated size (``chance``)."""
+    out = {}
+    for task, f in facts(section)["tasks"].items():
+        if f["control"]:
+            role = f"control: {f['control']}"
+        elif not f["ids_depend_on_input"]:
+            role = "decides C1"
+        else:
+            role = "decides C2" if f["origin"] == "paper" else "extension [ours]"
+        chance = f["chance"].get(max(f["chance"])) if f["chance"] else None
+        out[task] = {"role": role, "chance": chance}
+    return out
+
+
 def figure(seeds_csv, roles: dict, out_png, out_pdf) -> None:
     """One panel per task of ``seeds_csv`` (per task, run and seed: ``fit``, ``largest``,
     ``size``; ``sparselen.ppc.claims.run_scores``); ``roles``: task -> {"role": what it decides,
-    "chance": exact-match chance at its largest size} (``sparselen.ppc.claims.task_roles``)."""
+    "chance": exact-match chance at its largest size} (``task_roles``)."""
     import matplotlib.pyplot as plt
 
     from sparselen.presentation.plotting import FIGURE_WIDTH, MIN_TEXT_POINTS, save_figure

@@ -226,7 +226,7 @@ def test_ppc_marks_the_runs_that_did_not_fit_dashed_and_named_in_their_panel(tmp
 
 def test_the_per_seed_figure_shows_every_seed_at_the_largest_size_hollow_where_it_did_not_fit(tmp_path, drawn):
     from sparselen.ppc import seeds_figure
-    from sparselen.ppc.claims import task_roles
+    from sparselen.ppc.seeds_figure import task_roles
     from sparselen.ppc.report import table
 
     # copy_repeat trained on sizes 5-10: coupled fits on every seed and generalizes on two of three

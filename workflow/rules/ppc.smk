@@ -1,9 +1,9 @@
 # Position coupling and PPC (docs/reconstruction.md, "Position coupling and PPC"): evaluation
 # set per task -> train and evaluate per (task, run, seed), or per (task, run) and chunk of
 # ppc.stack seeds -> table -> figure.
-import sparselen.ppc.claims
 import sparselen.ppc.runs
 import sparselen.ppc.samples
+import sparselen.ppc.seeds_figure
 import sparselen.ppc.tasks
 
 PPC = config["ppc"]
@@ -202,7 +202,7 @@ rule ppc_figure:
         ENV
     params:
         train_max_sizes={task: PPC[task]["train_sizes"][1] for task in PPC["tasks"]},
-        roles=sparselen.ppc.claims.task_roles(PPC),
+        roles=sparselen.ppc.seeds_figure.task_roles(PPC),
     script:
         JOB
 
