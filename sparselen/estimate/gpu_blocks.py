@@ -233,6 +233,7 @@ def training_rows(ctx: Context, job, runs: list) -> None:
     function) each), as one stack when there are several or the job is a stack job."""
     from sparselen.estimate.pilot import describe
     from sparselen.estimate.profiles import step_seconds
+    from sparselen.training.stacked import step_passes
 
     mc, tc, _ = runs[0]
     work = job.work
@@ -243,7 +244,7 @@ def training_rows(ctx: Context, job, runs: list) -> None:
         steps, peak, values = single_steps(ctx, runs[0])
     prof, _ = datasheet(ctx)  # after the steps: a stack's worker is forked before CUDA is initialised
     predicted = training_peak(job.run or work, len(runs), "gpu" if ctx.cuda else "cpu")
-    passes = math.ceil(tc.batch_size / tc.micro_batch) if 0 < tc.micro_batch < tc.batch_size else 1
+    passes = step_passes(tc, len(runs))
     ctx.send(row(ctx, describe(mc, tc), steps, kind="train", runs=len(runs), n_layer=mc.n_layer,
                  d_model=mc.d_model, passes=passes, peak_gib=peak / 2**30, predicted_gib=predicted / 2**30,
                  predicted_ms=1e3 * step_seconds(term, prof), **values))
@@ -313,7 +314,7 @@ def stack_steps(ctx: Context, runs) -> tuple[Steps, float, dict]:
     from sparselen.nn.architectures import build_model
     from sparselen.nn.memory import meta_model
     from sparselen.nn.stacked_model import stack_models
-    from sparselen.training.stacked import PREFETCH_STEPS, step_batches, train_step
+    from sparselen.training.stacked import PREFETCH_STEPS, padded_lengths, step_batches, train_step
     from sparselen.training.train import lr_lambda, make_optimizer
 
     mc, S = runs[0][0], len(runs)
@@ -335,9 +336,10 @@ def stack_steps(ctx: Context, runs) -> tuple[Steps, float, dict]:
 
     def step(i):
         drawn = next(batches)
-        train_step(fwd, model, opt, sched, drawn.batch, S, cfgs[0], ctx.device)
+        train_step(fwd, model, opt, sched, drawn.batch, S, cfgs[0], ctx.device, drawn.lengths)
         flops = sum(n * meta.flops_per_token(T) for T, n in zip(drawn.lengths, drawn.tokens))
-        padded = drawn.batch.num_tokens * meta.flops_per_token(drawn.batch.input_ids.shape[1])
+        rows = drawn.batch.input_ids.shape[0] // S
+        padded = sum(rows * T * meta.flops_per_token(T) for T in padded_lengths(drawn.lengths, cfgs[0].length_groups))
         return sum(drawn.tokens), flops, padded
 
     steps = timed(step, ctx)

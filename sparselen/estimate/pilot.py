@@ -197,7 +197,7 @@ def measure_stack(d, trainings: list[tuple], config: dict, steps: int, device, p
     from sparselen.interface.job import Runtime
     from sparselen.interface.run import Run, RunFiles
     from sparselen.nn import memory
-    from sparselen.training.stacked import train_stack
+    from sparselen.training.stacked import padded_lengths, step_passes, train_stack
 
     mc, S = trainings[0][0], len(trainings)
     steps = min(steps, trainings[0][1].steps)
@@ -205,13 +205,14 @@ def measure_stack(d, trainings: list[tuple], config: dict, steps: int, device, p
 
     def counts(step: int) -> tuple:
         """(the first run's tokens, all runs' tokens, their model FLOPs, the FLOPs of their rows
-        padded to the step's longest) of a step, its batches drawn again here: on CUDA the stack
-        draws them in its worker process, and each is a function of its run and the step."""
+        padded to the step's longest, or to their length group's: ``stacked.padded_lengths``)
+        of a step, its batches drawn again here: on CUDA the stack draws them in its worker
+        process, and each is a function of its run and the step."""
         drawn = [fn(step) for _, _, fn in trainings]
-        longest, rows = max(b.input_ids.shape[1] for b in drawn), sum(b.input_ids.shape[0] for b in drawn)
+        pads = padded_lengths([b.input_ids.shape[1] for b in drawn], trainings[0][1].length_groups)
         return (drawn[0].num_tokens, sum(b.num_tokens for b in drawn),
                 sum(b.num_tokens * meta.flops_per_token(b.input_ids.shape[1]) for b in drawn),
-                rows * longest * meta.flops_per_token(longest))
+                sum(b.input_ids.shape[0] * T * meta.flops_per_token(T) for b, T in zip(drawn, pads)))
 
     runtime = Runtime(str(device), bool(config["compile"]), int(config["threads"]), peak_flops=peak)
 
@@ -242,7 +243,7 @@ def measure_stack(d, trainings: list[tuple], config: dict, steps: int, device, p
     work = stacks.stack_work([cost_function(d.rule)(d, config)] * S, d.slice)
     predicted = work.memory.get("gpu" if cuda else "cpu")
     tc = trainings[0][1]
-    passes = math.ceil(tc.batch_size / tc.micro_batch) if 0 < tc.micro_batch < tc.batch_size else 1
+    passes = step_passes(tc, S)
     return {"slice": d.slice, "shape": describe(mc, tc), "job": d.name, "stack": S,
             "step_ms": 1e3 * step_s, "tokens_per_s": statistics.fmean(v[1] for v in per_step.values()) / step_s,
             "mfu": flops / step_s / peak if peak else math.nan, "peak_mem_gib": measured / memory.GiB,

@@ -34,8 +34,9 @@ def training(job):
     k ~ Unif{1..K_train}: params model, scheme, pose, train; what ``train`` and the pilot train."""
     p, w = job.params, typed_wildcards(job)
     mc = ModelConfig(vocab_size=len(task.VOCAB), scheme=p.scheme, **p.model)
-    tc = TrainConfig.from_section(p.train, w["seed"], p.pose,
-                                  micro_batch=job.config.get("parity", {}).get("micro_batch", 0))
+    knobs = job.config.get("parity", {})
+    tc = TrainConfig.from_section(p.train, w["seed"], p.pose, micro_batch=knobs.get("micro_batch", 0),
+                                  length_groups=knobs.get("length_groups", 1))
     batches = task.training_batches(w["seed"], tc.batch_size, p.train["lengths"], w["K_train"],
                                     p.train["one_length_per_batch"])
     return mc, tc, batches

@@ -22,7 +22,9 @@ and summary, in the same format), so a stack resumes a run trained alone and the
 round, and nothing downstream sees a difference; a summary adds ``stacked_runs``. Runs whose
 checkpoints stand at different steps (a kill between two runs' checkpoint writes) train as
 separate stacks, one per step. A step takes micro-steps of ``micro_batch`` rows of every run
-where the slice sets one; data parallelism is not used in a stack.
+where the slice sets one, and with ``length_groups`` > 1 one pass per group of runs of near
+drawn lengths (``length_groups``, ``grouped_backward``), each padded to its group's longest
+instead of the step's; data parallelism is not used in a stack.
 Log rows' throughput is each run's: its tokens (and FLOPs) over the stack's time. On CUDA a
 worker process draws the runs' batches a few steps ahead of the device and stacks them
 (``step_batches``); it is forked before any tensor is on the GPU.
@@ -155,7 +157,7 @@ def _train_group(model_cfg, cfgs, runs, states, step, arch, device, batches) -> 
     t_start = t_last = t_saved = time.perf_counter()
     for drawn in batches:
         lr = sched.get_last_lr()[0]
-        losses, parts = train_step(fwd, model, opt, sched, drawn.batch, S, cfg, device)
+        losses, parts = train_step(fwd, model, opt, sched, drawn.batch, S, cfg, device, drawn.lengths)
         step += 1
         for s, (seq_len, tokens) in enumerate(zip(drawn.lengths, drawn.tokens)):
             if seq_len not in flops_per_token:
@@ -247,7 +249,8 @@ def step_batches(model_cfg: ModelConfig, cfgs: list[TrainConfig], batch_fns: lis
                                             multiprocessing_context="fork"))
 
 
-def train_step(fwd, model, opt, sched, batch: Batch, S: int, cfg: TrainConfig, device: torch.device):
+def train_step(fwd, model, opt, sched, batch: Batch, S: int, cfg: TrainConfig, device: torch.device,
+               lengths: list[int] | None = None):
     """One step of every run of the stack ``model`` (``fwd``: it, or its compiled form) on the
     S runs' batches stacked (``stack_batches``; position scheme applied): forward, backward,
     per-run clipping, AdamW and schedule; returns the (S,) losses and their parts, still on the
@@ -256,22 +259,113 @@ def train_step(fwd, model, opt, sched, batch: Batch, S: int, cfg: TrainConfig, d
     One pass when ``cfg.micro_batch`` is 0 or covers a run's rows; else micro-steps of
     ``micro_batch`` rows of every run, each run's losses summed over its labels and divided by
     its whole step's label counts, so the micro-steps' gradients add up to the one-pass step's
-    (as ``sparselen.training.train.backward`` does for one run)."""
+    (as ``sparselen.training.train.backward`` does for one run). With ``cfg.length_groups`` > 1
+    and the runs' drawn ``lengths`` (``StackedStep.lengths``), one such pass per group of runs
+    (``grouped_backward``)."""
     opt.zero_grad(set_to_none=True)  # before the forward pass: activations never sit beside old gradients
-    rows = batch.input_ids.shape[0] // S
-    if not cfg.micro_batch or cfg.micro_batch >= rows:
-        losses, parts = backward(fwd, batch, S, cfg, device)
+    groups = length_groups(lengths, cfg.length_groups) if lengths is not None else [list(range(S))]
+    if len(groups) > 1:
+        losses, parts = grouped_backward(fwd, model, batch, S, groups, lengths, cfg, device)
     else:
-        counts = tuple(None if c is None else device_copy(c, device) for c in label_counts_per_run(batch, S))
-        losses, parts = 0.0, {}
-        for piece in micro_batches(batch, S, cfg.micro_batch):
-            piece_losses, piece_parts = backward(fwd, piece, S, cfg, device, counts)
-            losses = losses + piece_losses
-            parts = {k: parts.get(k, 0.0) + v for k, v in piece_parts.items()}
+        losses, parts = passes(fwd, batch, S, cfg, device)
     if cfg.optim.grad_clip:
         clip_grad_norm_per_run(model.parameters(), cfg.optim.grad_clip)
     opt.step()
     sched.step()
+    return losses, parts
+
+
+def passes(fwd, batch: Batch, S: int, cfg: TrainConfig, device: torch.device):
+    """Forward and backward passes of the S runs' stacked ``batch``: one, or micro-steps of
+    ``cfg.micro_batch`` rows of every run; returns their (S,) losses and parts."""
+    rows = batch.input_ids.shape[0] // S
+    if not cfg.micro_batch or cfg.micro_batch >= rows:
+        return backward(fwd, batch, S, cfg, device)
+    counts = tuple(None if c is None else device_copy(c, device) for c in label_counts_per_run(batch, S))
+    losses, parts = 0.0, {}
+    for piece in micro_batches(batch, S, cfg.micro_batch):
+        piece_losses, piece_parts = backward(fwd, piece, S, cfg, device, counts)
+        losses = losses + piece_losses
+        parts = {k: parts.get(k, 0.0) + v for k, v in piece_parts.items()}
+    return losses, parts
+
+
+def length_groups(lengths: list[int], groups: int) -> list[list[int]]:
+    """The runs (indices into ``lengths``, each run's drawn length) in ``groups`` groups of
+    near-equal size, the runs sorted by length (ties in run order) and cut into contiguous
+    groups, the first ``len % groups`` one run larger: the step's runs of near lengths
+    together, so a group pads to its own longest. Fewer groups where there are fewer runs."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    parts = torch.arange(len(order)).tensor_split(min(max(groups, 1), max(len(order), 1)))
+    return [[order[i] for i in part.tolist()] for part in parts if len(part)]
+
+
+def padded_lengths(lengths: list[int], groups: int) -> list[int]:
+    """The length each run's batch is padded to in a step taken in ``groups`` length groups
+    (``length_groups``): its group's longest (1: the step's longest)."""
+    out = list(lengths)
+    for runs in length_groups(lengths, groups):
+        for i in runs:
+            out[i] = max(lengths[j] for j in runs)
+    return out
+
+
+def step_passes(cfg: TrainConfig, runs: int) -> int:
+    """Forward and backward passes of a stack's step of ``runs`` runs: its micro-steps in each
+    of its length groups."""
+    micro = -(-cfg.batch_size // cfg.micro_batch) if 0 < cfg.micro_batch < cfg.batch_size else 1
+    return micro * min(max(cfg.length_groups, 1), max(runs, 1))
+
+
+def group_batch(batch: Batch, S: int, runs: list[int], length: int) -> Batch:
+    """The rows of ``runs`` (in that order) of a stacked batch, cut to their first ``length``
+    positions: the runs' batches stacked and padded to ``length`` (``stack_batches`` pads at
+    the end, so this is what stacking those runs alone gives)."""
+    per_run = batch.input_ids.shape[0] // S
+    index = (torch.tensor(runs)[:, None] * per_run + torch.arange(per_run)).flatten()
+    return Batch(*(None if getattr(batch, f.name) is None
+                   else getattr(batch, f.name).index_select(0, index)[:, :length].contiguous()
+                   for f in dataclasses.fields(Batch)))
+
+
+def grouped_backward(fwd, model, batch: Batch, S: int, groups: list[list[int]], lengths: list[int],
+                     cfg: TrainConfig, device: torch.device):
+    """The S runs' forward and backward passes one group of runs at a time (``length_groups``),
+    each group's batch padded to its own longest run (``group_batch``), on the stack's model
+    with only the group's runs' weights: each parameter's slices of those runs gathered into a
+    leaf tensor (``torch.func.functional_call``), whose gradients are then written into the
+    stack's gradients at the runs' slices. Each run is in one group, with its own loss over
+    its own labels, so its loss and gradients are the one-pass step's up to float summation
+    (what a run's rows compute does not depend on the padding after them: causal attention).
+    Returns the (S,) losses and parts, in run order."""
+    params = dict(model.named_parameters())
+    prefix = "" if fwd is model else "_orig_mod."  # a torch.compile'd module holds the model under that name
+    grads, losses, parts, with_grads = {}, None, {}, None
+    for runs in groups:
+        index = torch.tensor(runs, device=device)
+        gathered = {name: p.detach().index_select(0, index).requires_grad_() for name, p in params.items()}
+        named = {prefix + name: t for name, t in gathered.items()}
+
+        def group_fwd(*args, **kwargs):
+            return torch.func.functional_call(fwd, named, args, kwargs)
+
+        piece = group_batch(batch, S, runs, max(lengths[i] for i in runs))
+        group_losses, group_parts = passes(group_fwd, piece, len(runs), cfg, device)
+        if losses is None:
+            losses = group_losses.new_empty(S)
+        losses.index_copy_(0, index, group_losses)
+        for k, v in group_parts.items():
+            parts.setdefault(k, v.new_empty(S)).index_copy_(0, index, v)
+        with_grad = {name for name, t in gathered.items() if t.grad is not None}
+        if with_grads is not None and with_grad != with_grads:  # each group must fill its runs' slices of all
+            raise RuntimeError(f"the groups of a stack's step gave gradients to different parameters: "
+                               f"{sorted(with_grad ^ with_grads)}")
+        with_grads = with_grad
+        for name in with_grad:
+            grads.setdefault(name, torch.empty_like(params[name])).index_copy_(0, index, gathered[name].grad)
+        del gathered, named
+    for name, p in params.items():
+        p.grad = grads.get(name)
     return losses, parts
 
 

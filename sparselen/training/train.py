@@ -69,6 +69,7 @@ class TrainConfig:
     pose_target_length: int = 0
     position_loss_weight: float = 1.0
     micro_batch: int = 0  # rows per forward/backward pass of one process; 0 (or >= its rows): one pass
+    length_groups: int = 1  # a stack's passes per step, its runs grouped by drawn length (training.stacked); 1: one
     schedule_steps: int = 0  # length of the learning-rate schedule; 0: steps (the pilot trains a run's first steps)
 
     @classmethod
