@@ -1,6 +1,7 @@
 """The slices as the workflow's machinery sees them: a rule's step found by its name, and what
-each slice declares of its rules beyond their code (``TRAINING_CODE``, ``STACKED`` and
-``RUNTIME_KEYS`` in ``sparselen/<slice>/__init__.py``), read here and nowhere else.
+each slice declares of its rules beyond their code (``TRAINING_CODE``, ``STACKED``,
+``RUNTIME_KEYS`` and ``STACKED_EVALUATIONS`` in ``sparselen/<slice>/__init__.py``), read here
+and nowhere else.
 
 Rule ``<slice>_<step>`` runs ``sparselen.<slice>.jobs.<step>(job)`` and is priced by
 ``sparselen.<slice>.cost.<step>``: the rule's name is the registry, so a new rule needs no
@@ -39,6 +40,13 @@ def stacked_trainings() -> dict[str, tuple[str, str | None]]:
     then runs alone, or None)."""
     return {f"{name}_{step}": (name, after) for name, package in PACKAGES.items()
             for step, after in package.STACKED.items()}
+
+
+def stacked_evaluations() -> dict[str, object]:
+    """Per rule whose stack job evaluates its runs as one stacked model: the function that does
+    it (``sparselen.<slice>.jobs.<name>(jobs, device)``, on its runs' jobs)."""
+    return {f"{name}_{step}": getattr(importlib.import_module(f"sparselen.{name}.jobs"), function)
+            for name, package in PACKAGES.items() for step, function in package.STACKED_EVALUATIONS.items()}
 
 
 def runtime_keys() -> dict[str, str]:

@@ -3,8 +3,9 @@ each as its own rule would hand it over, run in one process on one device.
 
 A training stack trains its runs as one model (``sparselen.training.stacked.train_stack``), then
 runs each run's own after-training step where its slice declares one (``STACKED``); an
-evaluation stack evaluates its runs one after another with their rule's step: one start-up for
-all.
+evaluation stack evaluates its runs as one stacked model where its slice declares a function
+for it (``STACKED_EVALUATIONS``: parity's), else one after another with their rule's step (PPC's
+generation): one start-up for all.
 """
 
 from __future__ import annotations
@@ -15,17 +16,22 @@ from types import SimpleNamespace
 
 from sparselen.interface.job import Job, Runtime, named, per_run_rule, runtime
 from sparselen.interface.run import Run
-from sparselen.jobs.slices import slice_of, slice_step, stacked_trainings
+from sparselen.jobs.slices import slice_of, slice_step, stacked_evaluations, stacked_trainings
 from sparselen.training.stacked import train_stack
 
 
 def run_stack(job) -> list[dict] | None:
     """A stack rule's job: its runs' jobs (``run_jobs``) on the stack job's device and GPU
     share. A training stack trains its runs as one stack, then runs each run's after-training
-    step; any other stack evaluates each run with its rule's step."""
+    step; an evaluation stack evaluates its runs as one stacked model where its slice declares
+    how, else each run with its rule's step."""
     jobs, shared = run_jobs(job), runtime(job)
     rule = jobs[0].rule
     trainings = stacked_trainings()
+    together = stacked_evaluations().get(rule)
+    if together is not None:
+        together(jobs, shared.device)
+        return None
     if rule not in trainings:
         evaluate = slice_step(rule)
         for run_job in jobs:

@@ -13,6 +13,8 @@ TRAINING_CODE = ('language/data.py', 'language/token_files.py', 'language/jobs.p
 # What the workflow's machinery knows of this slice's rules beyond their step and cost functions
 # (sparselen.jobs.slices): the steps whose runs a stack job trains as one model (config
 # ``language.stack``), each with the step its runs' jobs then run alone (None: none); the steps
-# whose time limit a config key of their own (under ``resources``) sets.
+# whose time limit a config key of their own (under ``resources``) sets; the steps whose stack
+# job evaluates its runs as one stacked model (none: an evaluation stack runs its runs' steps in turn).
 STACKED = {}
 RUNTIME_KEYS = {"tokens": "tokens_runtime", "train": "language_runtime", "analyze": "language_runtime"}
+STACKED_EVALUATIONS = {}

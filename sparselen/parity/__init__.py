@@ -11,6 +11,9 @@ TRAINING_CODE = ('parity/task.py', 'parity/jobs.py')
 # What the workflow's machinery knows of this slice's rules beyond their step and cost functions
 # (sparselen.jobs.slices): the steps whose runs a stack job trains as one model (config
 # ``parity.stack``), each with the step its runs' jobs then run alone (None: none); the steps
-# whose time limit a config key of their own (under ``resources``) sets.
+# whose time limit a config key of their own (under ``resources``) sets; the steps whose stack
+# job evaluates its runs as one stacked model, each with the function of ``jobs`` that does it
+# (their runs' jobs and the device; any other evaluation stack runs its runs' steps in turn).
 STACKED = {"train": None}
 RUNTIME_KEYS = {}
+STACKED_EVALUATIONS = {"evaluate": "evaluate_stacked"}

@@ -11,7 +11,8 @@ from sparselen.interface.job import runtime
 from sparselen.interface.run import Run, typed_wildcards
 from sparselen.nn.model import ModelConfig
 from sparselen.parity import TRAINING_CODE, report, task
-from sparselen.parity.evaluate import evaluate_grid
+from sparselen.nn.stacked_model import stack_models
+from sparselen.parity.evaluate import evaluate_grid, evaluate_stack
 from sparselen.runtime import io
 from sparselen.runtime.provenance import provenance
 from sparselen.training.train import TrainConfig, load_model
@@ -57,6 +58,20 @@ def evaluate(job, device: torch.device | None = None) -> None:
                        scheme=model.cfg.scheme)
     df["config_hash"] = prov["config_hash"]
     io.write_csv(df, job.output.eval)
+
+
+def evaluate_stacked(jobs, device: torch.device) -> None:
+    """An evaluation stack's runs (``jobs``: each run's ``evaluate`` job) as one stacked model
+    (``sparselen.nn.stacked_model``), each batch of the evaluation set in one pass for all of
+    them; each run's ``eval.csv`` as ``evaluate`` writes it for its model alone."""
+    models, provs = zip(*(load_model(job.input.model, device) for job in jobs))
+    model = stack_models(list(models)).eval()
+    del models
+    cells = torch.load(jobs[0].input.eval_set, weights_only=True)["cells"]
+    labels = [{"K_train": prov["run"]["K_train"], "seed": prov["seed"], "scheme": model.cfg.scheme} for prov in provs]
+    for job, prov, df in zip(jobs, provs, evaluate_stack(model, labels, cells, jobs[0].params.batch_tokens, device)):
+        df["config_hash"] = prov["config_hash"]
+        io.write_csv(df, job.output.eval)
 
 
 def table(job) -> None:

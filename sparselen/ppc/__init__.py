@@ -12,6 +12,8 @@ TRAINING_CODE = ('ppc/tasks', 'ppc/samples.py', 'ppc/runs.py', 'ppc/jobs.py', 'i
 # What the workflow's machinery knows of this slice's rules beyond their step and cost functions
 # (sparselen.jobs.slices): the steps whose runs a stack job trains as one model (config
 # ``ppc.stack``), each with the step its runs' jobs then run alone (None: none); the steps
-# whose time limit a config key of their own (under ``resources``) sets.
+# whose time limit a config key of their own (under ``resources``) sets; the steps whose stack
+# job evaluates its runs as one stacked model (none: an evaluation stack runs its runs' steps in turn).
 STACKED = {"train": None}
 RUNTIME_KEYS = {}
+STACKED_EVALUATIONS = {}  # its evaluation generates each run's answers greedily, run by run

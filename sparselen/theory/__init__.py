@@ -13,9 +13,11 @@ TRAINING_CODE = ('theory/task.py', 'theory/runs.py', 'theory/jobs.py', 'theory/s
 # What the workflow's machinery knows of this slice's rules beyond their step and cost functions
 # (sparselen.jobs.slices): the steps whose runs a stack job trains as one model (config
 # ``theory.stack``), each with the step its runs' jobs then run alone (None: none); the steps
-# whose time limit a config key of their own (under ``resources``) sets.
+# whose time limit a config key of their own (under ``resources``) sets; the steps whose stack
+# job evaluates its runs as one stacked model (none: an evaluation stack runs its runs' steps in turn).
 STACKED = {"run_gpt": "evaluate_gpt"}
 RUNTIME_KEYS = {"run_sfa": "sfa_runtime"}
+STACKED_EVALUATIONS = {}
 
 
 def sfa_seeds(section: dict) -> list[int]:
