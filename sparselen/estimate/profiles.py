@@ -124,6 +124,10 @@ BATCH_S = 8e-4
 # written, read and accumulated into the fp32 one (2 + 2 + 4). A stack of S runs moves S times
 # as much each step: the term grows with S where the step's overheads do not.
 OPTIMIZER_BYTES = 54
+# Bytes a stack's step taken in length groups (``sparselen.training.stacked.grouped_backward``)
+# moves per parameter and run beyond those: each run's weights gathered into its group's copy
+# (read 4, write 4) and its group's fp32 gradient written into the stack's (read 4, write 4).
+GROUP_BYTES = 16
 
 
 def gpu_profile(name: str, utilization: float = UTILIZATION, compile: bool = True, cpu: Profile | None = None) -> Profile:
@@ -224,11 +228,13 @@ def resolve(gpu: str | None, utilization: float, cpu_profile: str | None, compil
 
 def optimizer_seconds(term: Term, profile: Profile) -> float:
     """What one training step of ``term`` streams beyond its FLOPs: ``OPTIMIZER_BYTES`` per
-    parameter of each of its runs (a stack's S: linear in S) at the profile's memory bandwidth;
+    parameter of each of its runs (a stack's S: linear in S; a stack in length groups also
+    ``GROUP_BYTES``) at the profile's memory bandwidth;
     0 where the profile has none (its overheads hold it) or the term names no parameters."""
     if not profile.memory_bandwidth or not term.parameters:
         return 0.0
-    return term.runs * term.parameters * OPTIMIZER_BYTES / profile.memory_bandwidth
+    grouped = GROUP_BYTES if term.runs > 1 and term.length_groups > 1 else 0
+    return term.runs * term.parameters * (OPTIMIZER_BYTES + grouped) / profile.memory_bandwidth
 
 
 def step_seconds(term: Term, profile: Profile, threads: int = 1) -> float:

@@ -17,7 +17,7 @@ from sparselen.estimate import limits, stack_size, stacks
 from sparselen.estimate.disk import FINISHED, TRAINING, disk_table
 from sparselen.estimate.display import hm
 from sparselen.estimate.plan import Job
-from sparselen.estimate.profiles import OPTIMIZER_BYTES, USABLE, Profile, seconds
+from sparselen.estimate.profiles import GROUP_BYTES, OPTIMIZER_BYTES, USABLE, Profile, seconds
 from sparselen.estimate.timeline import PACKED_GROUP, SLURM_GROUP_AT_ONCE, campaign_clock, submission_seconds
 from sparselen.interface.job import per_run_rule
 from sparselen.jobs.slices import runtime_keys
@@ -175,8 +175,9 @@ def assumptions(config: dict, gpu: Profile | None, cpu: Profile, jobs_per_gpu: i
             f" (peak {p.peak_flops / 1e12:g} x utilization {p.utilization:g})" if p.utilization != 1 else "")
         out.append(f"{p.device.upper()} {p.name}: {rate}; per training step {p.step_s * 1e3:.3g} ms + "
                    f"{p.step_layer_s * 1e6:.3g} us per layer and pass"
-                   + (f" + {OPTIMIZER_BYTES} bytes per parameter and run (AdamW, clipping, casts) at "
-                      f"{p.memory_bandwidth / 1e12:.3g} TB/s" if p.memory_bandwidth else "")
+                   + (f" + {OPTIMIZER_BYTES} bytes per parameter and run (AdamW, clipping, casts; {GROUP_BYTES} "
+                      f"more in a stack's length groups) at {p.memory_bandwidth / 1e12:.3g} TB/s"
+                      if p.memory_bandwidth else "")
                    + f", per forward pass {p.call_s * 1e3:.3g} ms + "
                    f"{p.call_layer_s * 1e6:.3g} us per layer; per job {p.job_s:.3g} s start-up + "
                    f"{p.units.get('model_job', 0):.3g} s for a model"
@@ -364,13 +365,16 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
 
 def stacks_assumption(config: dict, p: Profile) -> str:
     sizes = ", ".join(f"{stacks.key(s)} {n}" for s, n in stack_size.configured(config).items() if n > 1)
+    groups = int(config.get("parity", {}).get("length_groups", 1))
+    grouped = (f" (parity's in {groups} passes, its runs grouped by drawn length: each padded to its group's "
+               f"longest; parity.length_groups)" if groups > 1 else "")
     return (f"Stacks ({sizes}; sparselen.training.stacked): a stack's job starts, compiles and runs the trainer once; its "
             f"training step pays its overheads once and the FLOPs and optimizer traffic of all its runs, each batch "
-            f"padded to the step's "
-            f"longest, or, where longer, {p.batch_s * 1e3:.3g} ms a run to draw their batches in a worker process; its "
-            f"peak memory is S x a run's training step; an evaluation stack evaluates its runs one after another after "
-            f"one start-up, as a training stack of the theory's GPT runs does; one SLURM submission on one GPU, not "
-            f"packed")
+            f"padded to the step's longest{grouped}, or, where longer, {p.batch_s * 1e3:.3g} ms a run to draw their "
+            f"batches in a worker process; its peak memory is S x a run's training step; parity's evaluation stack "
+            f"evaluates its runs as one stacked model, one pass per batch for all; PPC's evaluates its runs one after "
+            f"another after one start-up, as a training stack of the theory's GPT runs does; one SLURM submission on "
+            f"one GPU, not packed")
 
 
 def stack_choice(config: dict, jobs: list[Job], gpu: Profile, out=print) -> dict:

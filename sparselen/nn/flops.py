@@ -80,6 +80,12 @@ class Term:
     # a training term's parameters per run: what its optimizer step streams through memory each
     # step, for every run a call serves (``sparselen.estimate.profiles.optimizer_seconds``)
     parameters: int = 0
+    # a stack's passes per step, its runs grouped by the length each drew, each group padded to
+    # its own longest (``sparselen.training.stacked.length_groups``; a slice's ``length_groups``)
+    length_groups: int = 1
+    # a no-grad term a stack job takes for all its runs at once (parity's evaluation stack: one
+    # pass per batch for every run), priced as one run's calls with all its runs' FLOPs
+    stacked: bool = False
 
 
 @dataclass
@@ -101,20 +107,22 @@ class Work:
     runs: int = 1  # the runs the job trains or evaluates (a stack's: sparselen.estimate.stacks)
     parameters: int = 0  # a training job's parameters per run: its files on disk (sparselen.estimate.disk)
 
-    def need(self, what: str, key: str, peak_bytes, training_step: bool = False) -> "Work":
+    def need(self, what: str, key: str, peak_bytes, training_step: bool = False, stacked: bool = False) -> "Work":
         """A pass of this job (``what``, shrunk by config ``key``) whose peak memory on a device
         kind is ``peak_bytes(kind)``; the job's peak on each kind is its largest pass.
         ``training_step``: the pass a stack of runs takes for all of them at once (its peak
-        scales with the stack, ``memory.stacked``)."""
+        scales with the stack, ``memory.stacked``); ``stacked``: another such pass (parity's
+        evaluation stack)."""
         bytes_ = {kind: float(peak_bytes(kind)) for kind in DEVICES}
-        self.passes.append((what, key, bytes_, training_step))
+        self.passes.append((what, key, bytes_, training_step or stacked))
         for kind, b in bytes_.items():
             if kind not in self.memory or b > self.memory[kind].bytes:
                 self.memory[kind] = Peak(b, what, key)
         return self
 
-    def add(self, kind: str, calls: float, flops: float, shape: Shape, passes: int = 1) -> "Work":
-        self.terms.append(Term(kind, float(calls), float(flops), shape.n_layer, shape.d_model, passes))
+    def add(self, kind: str, calls: float, flops: float, shape: Shape, passes: int = 1, stacked: bool = False) -> "Work":
+        self.terms.append(Term(kind, float(calls), float(flops), shape.n_layer, shape.d_model, passes,
+                               stacked=stacked))
         return self
 
     def unit(self, name: str, amount: float) -> "Work":
