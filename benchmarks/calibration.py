@@ -9,7 +9,15 @@ tokens. Not ``benchmarks/calibrate.py``, which measures this machine for ``spars
 
 ``--no-effect`` runs only the scenarios where the claim is false (what the verdict lines' rates
 need; minutes, as the stability check runs only on a false "holds"); ``--write`` writes their
-counts as the package's data file (``sparselen.statistics.rates``).
+counts as the package's data file (``sparselen.statistics.rates``). ``--kinds certifying`` runs
+only the nulls at each tested condition's threshold (``sparselen.calibration.thresholds``),
+``--kinds developed-on`` only the counterexamples the criteria were developed on (both by
+default). Every false-claim row counts its "holds" both with the stability rule and by the
+intervals alone; ``--no-stability`` skips the rule (every rate then of the intervals alone).
+Configs can run in separate processes, each with ``--csv``, and be written together:
+
+    .venv/bin/python benchmarks/calibration.py --no-effect --configs paper.yaml --csv paper.csv
+    .venv/bin/python benchmarks/calibration.py --tables-from *.csv --write sparselen/calibration/false_holds.json
 
 Each rate is printed with its Monte Carlo standard error (at 0 or 1: 3/R, the 95% one-sided
 bound). Draws where the claim is false are cheap (the stability check runs only on a decided
@@ -27,8 +35,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from sparselen.calibration import FALSE, false_holds, monte_carlo_error, run, sizes_of
-from sparselen.calibration.scenarios import scenarios
+from sparselen.calibration import CERTIFYING, FALSE, KINDS, false_holds, monte_carlo_error, run, sizes_of, upper_bound
+from sparselen.calibration.thresholds import catalog
 from sparselen.interface.config import load
 from sparselen.statistics.stats import Resampling
 
@@ -60,9 +68,36 @@ def table(rows: pd.DataFrame) -> str:
             kinds = [("false holds", "holds")] if truth == FALSE else [("false does not hold", "does not hold"),
                                                                        ("power", "holds")]
             for label, column in kinds:
-                cells = [cell(by.loc[c, column], by.loc[c, "replicates"]) for c in configs]
+                cells = [cell(by.loc[c, column], by.loc[c, "replicates"]) if c in by.index else "" for c in configs]
                 out.append(f"| {name} | {truth} | {label} | " + " | ".join(cells) + " |")
         out.append("")
+    return "\n".join(out)
+
+
+def bounded(holds: int, replicates: int) -> str:
+    """"3/100 (≤ 8%)": a count of false "holds" and its one-sided 95% upper bound."""
+    return f"{holds}/{replicates} (≤ {upper_bound(holds, replicates):.1%})"
+
+
+def certifying_table(rows: pd.DataFrame) -> str:
+    """The certifying nulls: a row per claim, condition and form, a column per config, each cell
+    the false "holds" with the stability rule, then by the intervals alone, each with its
+    one-sided 95% upper bound."""
+    rows = rows[rows["kind"] == CERTIFYING] if "kind" in rows else rows.iloc[:0]
+    configs = list(dict.fromkeys(rows["config"]))
+    out = ["| claim | condition at its threshold | null form | " + " | ".join(configs) + " |",
+           "| --- | --- | --- |" + " --- |" * len(configs)]
+    for (claim, condition, form), g in rows.groupby(["claim", "condition", "form"], sort=False):
+        by = g.set_index("config")
+        cells = []
+        for c in configs:
+            if c not in by.index:
+                cells.append("")
+                continue
+            r, n = by.loc[c], int(by.loc[c, "replicates"])
+            with_rule = bounded(round(r["holds"] * n), n) if r.get("stability", True) else "not run"
+            cells.append(f"{with_rule} · {bounded(round(r['holds_interval'] * n), n)}")
+        out.append(f"| {claim} | {condition} | {form} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 
 
@@ -77,36 +112,67 @@ def main() -> None:
     ap.add_argument("--n-boot", type=int, default=None, help="bootstrap replicates (default: the config's report's)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--csv", default=None, help="also write the rates here, a row per scenario and config")
-    ap.add_argument("--tables-from", nargs="*", default=None, help="print the tables of earlier runs' CSVs and exit")
+    ap.add_argument("--tables-from", nargs="*", default=None,
+                    help="print the tables of earlier runs' CSVs (and --write them) and exit")
+    ap.add_argument("--kinds", nargs="*", default=list(KINDS), choices=KINDS,
+                    help="the scenarios' kinds: developed-on (the criteria's counterexamples), certifying (the nulls "
+                         "at the thresholds)")
+    ap.add_argument("--no-stability", action="store_true", help="the intervals alone, without the stability rule")
     a = ap.parse_args()
-    if a.write and not a.no_effect:
+    if a.write and not (a.no_effect or a.tables_from):
         ap.error("--write records the scenarios where the claim is false: add --no-effect")
     if a.tables_from:
-        rows = pd.concat([pd.read_csv(f) for f in a.tables_from])
-        print(table(rows.drop_duplicates(["claim", "config", "scenario"])))
+        rows = pd.concat([pd.read_csv(f) for f in a.tables_from]).drop_duplicates(["claim", "config", "scenario"])
+        rows = rows.fillna({"kind": "developed-on", "condition": "", "form": ""})
+        print(table(rows))
+        print(certifying_table(rows))
+        if a.write:
+            order = rows["config"].map(list(CONFIGS).index)
+            rows = rows.assign(_order=order).sort_values("_order", kind="stable").drop(columns="_order")
+            # the one command that gives these counts (each entry's draws are seeded by its seed,
+            # claim, scenario and config only)
+            command = shlex.join([".venv/bin/python", "benchmarks/calibration.py", "--no-effect", "--replicates",
+                                  str(int(rows["replicates"].max())), "--write", a.write])
+            write(a, rows.to_dict("records"), sorted(set(rows["config"]), key=list(CONFIGS).index), command)
         return
     paper = load([ROOT / CONFIGS["paper.yaml"]])
-    rows, configs, n_boot = [], {}, {}
+    rows = []
     for name in a.configs:
-        cfg = configs[name] = load([ROOT / CONFIGS[name]])
+        cfg = load([ROOT / CONFIGS[name]])
         sizes = sizes_of(name, cfg, paper)
-        report = cfg["report"]
-        res = Resampling(n_boot=a.n_boot or report["bootstrap"], seed=report["seed"], level=report["level"])
-        n_boot[name] = res.n_boot
-        for sc in [s for s in scenarios(a.claims) if not a.no_effect or s.truth == FALSE]:
+        res = resampling(cfg, a.n_boot)
+        for sc in [s for s in catalog(a.claims, a.kinds) if not a.no_effect or s.truth == FALSE]:
             start = time.time()
             reps = a.replicates if sc.truth == FALSE else a.power_replicates
-            rows.append(run(sc, sizes, reps, res, a.seed) | {"seconds": round(time.time() - start, 1)})
-            print(f"{name} {sc.claim} {sc.truth}: holds {rows[-1]['holds']:.0%}, does not hold "
-                  f"{rows[-1]['does not hold']:.0%} of {reps} ({rows[-1]['seconds']} s): {sc.name}", flush=True)
+            rows.append(run(sc, sizes, reps, res, a.seed, stability=not a.no_stability)
+                        | {"seconds": round(time.time() - start, 1)})
+            print(f"{name} {sc.claim} {sc.truth}: holds {rows[-1]['holds']:.0%} (intervals alone "
+                  f"{rows[-1]['holds_interval']:.0%}), does not hold {rows[-1]['does not hold']:.0%} of {reps} "
+                  f"({rows[-1]['seconds']} s): {sc.name}", flush=True)
             if a.csv:
                 pd.DataFrame(rows).to_csv(a.csv, index=False)
     print()
     print(table(pd.DataFrame(rows)))
+    print(certifying_table(pd.DataFrame(rows)))
     if a.write:
-        command = shlex.join([".venv/bin/python", "benchmarks/calibration.py", *sys.argv[1:]])
-        false_holds.write(Path(a.write), rows, configs, command, n_boot, a.seed)
-        print(f"wrote {a.write}")
+        write(a, rows, a.configs)
+
+
+def resampling(cfg: dict, n_boot: int | None) -> Resampling:
+    report = cfg["report"]
+    return Resampling(n_boot=n_boot or report["bootstrap"], seed=report["seed"], level=report["level"])
+
+
+def write(a, rows: list, names: list, command: str | None = None) -> None:
+    """The package's data file from ``rows``, of configs ``names`` (``command``: what made them,
+    by default this one)."""
+    if a.no_stability or not all(r.get("stability", True) for r in rows):
+        sys.exit("--write records what the report says, the stability rule applied: run without --no-stability")
+    configs = {name: load([ROOT / CONFIGS[name]]) for name in names}
+    n_boot = {name: resampling(cfg, a.n_boot).n_boot for name, cfg in configs.items()}
+    command = command or shlex.join([".venv/bin/python", "benchmarks/calibration.py", *sys.argv[1:]])
+    false_holds.write(Path(a.write), rows, configs, command, n_boot, a.seed)
+    print(f"wrote {a.write}")
 
 
 if __name__ == "__main__":

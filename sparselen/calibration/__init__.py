@@ -8,6 +8,11 @@ failure mode the criteria must not credit), where any "holds" is a false one; or
 (the effect the paper states, or the one measured here, at the spread measured here), where
 "does not hold" is false and "holds" is the decided, correct verdict whose rate is the power.
 
+Two kinds of false-claim scenario. **Developed-on** ones (``scenarios``) are the counterexamples
+the criteria were fixed on; **certifying** ones (``sparselen.calibration.thresholds``) are nulls
+exactly at each tested condition's threshold, kept apart from them, and the verdict lines cite
+the worst certifying null (``sparselen.statistics.rates``).
+
 A replicate's final verdict is what the report would print. The stability check can only turn a
 decided verdict into "inconclusive", so it is run only where it can change a rate: on a decided
 "holds", and, where the claim is true, on a decided "does not hold".
@@ -25,10 +30,14 @@ import numpy as np
 import pandas as pd
 
 from sparselen.report import claims as cl
+from sparselen.statistics.rates import upper_bound  # noqa: F401  (the calibration's bound)
 from sparselen.statistics.stats import Resampling
 from sparselen.statistics.verdicts import FAILS, HOLDS, INCONCLUSIVE, Settings, combine
+from sparselen.theory import sfa_seeds
 
 FALSE, TRUE = "claim false", "claim true"
+DEVELOPED, CERTIFYING = "developed-on", "certifying"  # a scenario's kind (the module's docstring)
+KINDS = (DEVELOPED, CERTIFYING)
 MAX_FALSE_HOLDS = 0.05  # the rate of false "holds" a claim's test may have at a shipped config's sizes
 
 
@@ -47,6 +56,7 @@ class Sizes:
     tokens: int
     sections: dict = field(default_factory=dict, repr=False)
     language_seeds: int = 1
+    sfa_seeds: int = 0  # the idealized model's seeds (theory.sfa_seeds; 0: theory_seeds)
 
 
 def sizes_of(name: str, cfg: dict, fallback: dict | None = None) -> Sizes:
@@ -57,7 +67,8 @@ def sizes_of(name: str, cfg: dict, fallback: dict | None = None) -> Sizes:
     tasks |= {t: ppc[t] for t in ppc["tasks"]}
     return Sizes(name, len(ppc["seeds"]), ppc["eval"]["n"], tasks, len(cfg["parity"]["seeds"]),
                  cfg["parity"]["eval"]["n"], len(cfg["theory"]["seeds"]), cfg["theory"]["eval"]["n"],
-                 cfg["language"]["analysis"]["tokens"], cfg, len(cfg["language"]["seeds"]))
+                 cfg["language"]["analysis"]["tokens"], cfg, len(cfg["language"]["seeds"]),
+                 len(sfa_seeds(cfg["theory"])))
 
 
 @dataclass(frozen=True)
@@ -68,23 +79,36 @@ class Scenario:
     name: str
     truth: str  # FALSE or TRUE
     draw: Callable
+    kind: str = DEVELOPED  # DEVELOPED or CERTIFYING
+    condition: str = ""  # a certifying null: the tested condition it sits at the threshold of
+    form: str = ""  # a certifying null: its per-seed form ("normal seeds", "bimodal seeds")
 
 
 def claim_of(claim_id: str):
     return next(c for c in cl.CLAIMS if c.id == claim_id)
 
 
-def final_verdict(scenario: Scenario, sizes: Sizes, rng: np.random.Generator, resampling: Resampling) -> str:
-    """The verdict the report would give on one draw of ``scenario`` (``INCONCLUSIVE`` for a
-    decided verdict that cannot change a rate, see the module's docstring)."""
+def verdicts(scenario: Scenario, sizes: Sizes, rng: np.random.Generator, resampling: Resampling,
+             stability: bool = True) -> tuple[str, str]:
+    """(decided, final) on one draw of ``scenario``: the verdict of the intervals alone, and the
+    one the report would give, the stability rule applied (``INCONCLUSIVE`` for a decided verdict
+    that cannot change a rate, see the module's docstring; without ``stability``, final is
+    decided)."""
     claim = claim_of(scenario.claim)
     data, facts = scenario.draw(sizes, rng)
     settings = Settings(resampling.n_boot, resampling.seed, resampling.level, facts.get(claim.slice, {}))
     decided = combine(claim.test(data[claim.slice], settings)).verdict
-    if decided == HOLDS or (decided == FAILS and scenario.truth == TRUE):
+    if decided not in (HOLDS, FAILS):
+        decided = INCONCLUSIVE
+    if stability and (decided == HOLDS or (decided == FAILS and scenario.truth == TRUE)):
         t = cl.check(data, resampling, facts, claims=[claim])
-        return t[t["group"] == "all"]["verdict"].iloc[0]
-    return decided if decided == FAILS else INCONCLUSIVE
+        return decided, t[t["group"] == "all"]["verdict"].iloc[0]
+    return decided, decided if decided == FAILS or not stability else INCONCLUSIVE
+
+
+def final_verdict(scenario: Scenario, sizes: Sizes, rng: np.random.Generator, resampling: Resampling) -> str:
+    """The verdict the report would give on one draw of ``scenario`` (``verdicts``)."""
+    return verdicts(scenario, sizes, rng, resampling)[1]
 
 
 def false_holds_limit(replicates: int, rate: float = MAX_FALSE_HOLDS, alpha: float = 0.01) -> int:
@@ -96,19 +120,24 @@ def false_holds_limit(replicates: int, rate: float = MAX_FALSE_HOLDS, alpha: flo
 
 
 def run(scenario: Scenario, sizes: Sizes, replicates: int, resampling: Resampling, seed: int = 0,
-        stop_above: int | None = None) -> dict:
+        stop_above: int | None = None, stability: bool = True) -> dict:
     """The verdicts of ``replicates`` draws (``stop_above``: stop once this many false "holds"
-    are counted) and their rates."""
+    are counted) and their rates; ``holds_interval``, the share of "holds" by the intervals alone
+    (without the stability rule: every rate is then of the intervals alone)."""
     rng = np.random.default_rng([seed, *map(ord, f"{scenario.claim}/{scenario.name}/{sizes.config}")])
-    verdicts = []
+    decided, final = [], []
     for _ in range(replicates):
-        verdicts.append(final_verdict(scenario, sizes, rng, resampling))
-        if stop_above is not None and scenario.truth == FALSE and verdicts.count(HOLDS) > stop_above:
+        d, f = verdicts(scenario, sizes, rng, resampling, stability)
+        decided.append(d)
+        final.append(f)
+        if stop_above is not None and scenario.truth == FALSE and final.count(HOLDS) > stop_above:
             break
-    n = len(verdicts)
-    holds, fails = verdicts.count(HOLDS) / n, verdicts.count(FAILS) / n
+    n = len(final)
+    holds, fails = final.count(HOLDS) / n, final.count(FAILS) / n
     return {"claim": scenario.claim, "config": sizes.config, "scenario": scenario.name, "truth": scenario.truth,
-            "replicates": n, "holds": holds, "does not hold": fails, "false holds": holds if scenario.truth == FALSE
+            "kind": scenario.kind, "condition": scenario.condition, "form": scenario.form,
+            "replicates": n, "holds": holds, "holds_interval": decided.count(HOLDS) / n, "stability": stability,
+            "does not hold": fails, "false holds": holds if scenario.truth == FALSE
             else np.nan, "false does not hold": fails if scenario.truth == TRUE else np.nan,
             "power": holds if scenario.truth == TRUE else np.nan}
 

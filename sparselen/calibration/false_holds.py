@@ -8,22 +8,29 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparselen import __version__
-from sparselen.calibration import FALSE, claim_of
+from sparselen.calibration import DEVELOPED, FALSE, claim_of
 from sparselen.runtime import io
 from sparselen.runtime.provenance import config_hash
-from sparselen.statistics.rates import config_sizes
+from sparselen.statistics.rates import config_sizes, upper_bound
 
 
 def entries(rows, sizes_by_config: dict) -> list[dict]:
     """The file's entries from the calibration's rows (``calibration.run``'s dicts) where the
-    claim is false; ``sizes_by_config``: config name -> ``config_sizes``."""
+    claim is false; ``sizes_by_config``: config name -> ``config_sizes``. Each entry: the
+    scenario's kind, condition and form, its "holds" with the stability rule (``holds``, what the
+    report says) and by the intervals alone (``holds_interval``), and the one-sided 95% upper
+    bound of the first (``upper_bound``)."""
     out = []
     for r in rows:
         if r["truth"] != FALSE:
             continue
+        n = int(r["replicates"])
+        holds = round(r["holds"] * n)
         out.append({"claim": r["claim"], "config": r["config"], "scenario": r["scenario"],
+                    "kind": r.get("kind", DEVELOPED), "condition": r.get("condition", ""), "form": r.get("form", ""),
                     "sizes": sizes_by_config[r["config"]][claim_of(r["claim"]).slice],
-                    "holds": round(r["holds"] * r["replicates"]), "replicates": int(r["replicates"])})
+                    "holds": holds, "holds_interval": round(r.get("holds_interval", r["holds"]) * n),
+                    "replicates": n, "upper_bound": round(upper_bound(holds, n), 4)})
     return out
 
 

@@ -224,13 +224,14 @@ def p_claims() -> list[Scenario]:
 def theory(claims: tuple, name: str, truth: str, acc, loss=lambda d, r: 1e-3 * r,
            shared: float = 0.0) -> list[Scenario]:
     """The idealized model, and the GPT where the config runs it at k >= 2 (T1 is decided on it),
-    at k = 2 on the config's ratios, seeds and samples: ``acc(law, ratio)`` and ``loss(law, ratio)``
-    per run (the loss jittered by a factor exp(N(0, 0.1)) per run, and by exp(N(0, ``shared``))
+    at k = 2 on the config's ratios, seeds (the idealized model's ``theory.sfa_seeds``) and
+    samples: ``acc(law, ratio)`` and ``loss(law, ratio)`` per run (the loss jittered by a factor exp(N(0, 0.1)) per run, and by exp(N(0, ``shared``))
     per ratio for every run at once: the one sample set they are all scored on)."""
     def draw(sizes: Sizes, rng: np.random.Generator):
         section = sizes.sections["theory"]
         models = ("sfa", "gpt") if max(section["gpt"]["k"], default=0) >= 2 else ("sfa",)
-        runs = theory_runs(acc, loss, seeds=tuple(range(sizes.theory_seeds)), n=sizes.theory_n,
+        seeds = {"sfa": tuple(range(sizes.sfa_seeds or sizes.theory_seeds)), "gpt": tuple(range(sizes.theory_seeds))}
+        runs = theory_runs(acc, loss, seeds=seeds, n=sizes.theory_n,
                            ratios=tuple(section["eval"]["ratios"]), length=section["train"]["lengths"][0], rng=rng,
                            models=models, shared=shared)
         return {"theory": {"evals": runs}}, {"theory": {"floor": section["floor"]}}
@@ -267,5 +268,6 @@ SCENARIOS = {"L2": l2, "C1": c1, "C2": c2, "P": p_claims, "T": t_claims}
 
 
 def scenarios(claims=None) -> list[Scenario]:
-    """Every scenario, or those of ``claims`` (ids)."""
+    """Every developed-on scenario, or those of ``claims`` (ids); with the certifying nulls:
+    ``sparselen.calibration.thresholds.catalog``."""
     return [s for make in SCENARIOS.values() for s in make() if claims is None or s.claim in claims]

@@ -96,23 +96,26 @@ def ppc_runs(acc, tasks=("parity_scratchpad", "copy_repeat"), schemes=("nope", "
 
 
 def theory_runs(acc, loss=lambda dist, ratio: 1e-3 * ratio, ks=(2,), seeds=SEEDS, sd=0.1, n=256,
-                ratios=(1, 2, 4, 8), length=12, rng=None, models=("sfa",), shared=0.0):
+                ratios=(1, 2, 4, 8), length=12, rng=None, models=("sfa",), shared=0.0, per_run=False):
     """``acc(dist, ratio)`` and ``loss(dist, ratio)`` per run of each of ``models`` (``sfa``, the
     idealized model; ``gpt``, on which T1 is decided), the loss jittered by a factor
     exp(N(0, sd)) per run and ratio, and by exp(N(0, ``shared``)) per (law, k, ratio) for every
     run and model at once: the draw of the one sample set they are all scored on. Each row's
     ``log_loss_sd``, the spread of its per-sample losses, is the one that gives its mean that
-    shared noise: sd(log mean) = sd / (sqrt(n) mean)."""
+    shared noise: sd(log mean) = sd / (sqrt(n) mean). ``seeds``: the seeds of every model, or per
+    model a dict of them (the idealized model's ``theory.sfa_seeds``). ``per_run``: ``acc`` and
+    ``loss`` take (model, dist, seed, ratio), a run's own level."""
     rows = []
     common = {key: _deviation(shared, rng, "shared", *key) for key in
               itertools.product(ks, ("local", "nonlocal", "coupled"), ratios)}
     for model, k in itertools.product(models, ks):
         for dist in ("local", "nonlocal", "coupled"):
-            for seed in seeds:
+            for seed in (seeds[model] if isinstance(seeds, dict) else seeds):
                 for ratio in ratios:
-                    _, a = counts(acc(dist, ratio) + _deviation(sd / 10, rng, "acc", k, dist, seed, ratio), n, rng)
+                    key = (model, dist, seed, ratio) if per_run else (dist, ratio)
+                    _, a = counts(acc(*key) + _deviation(sd / 10, rng, "acc", k, dist, seed, ratio), n, rng)
                     own = _deviation(sd, rng, k, dist, seed, ratio)
-                    mean = loss(dist, ratio) * np.exp(own + common[k, dist, ratio])
+                    mean = loss(*key) * np.exp(own + common[k, dist, ratio])
                     rows.append({"ratio": ratio, "length": length * ratio, "n": n, "log_loss": mean,
                                  "log_loss_sd": shared * np.sqrt(n) * mean, "error": 1 - a, "model": model,
                                  "distribution": dist, "k": k, "seed": seed, "n_values": 2})
@@ -179,7 +182,7 @@ def shared_denominator_tables(docs=40, per_doc=6, effect=0.0, seed=3, seeds=1):
 
 
 def replicated_language_tables(seeds=3, docs=334, per_doc=6, effect=0.0, doc_sd=0.0, benefit_noise=0.0,
-                               seed_sd=0.0, seed=0):
+                               seed_sd=0.0, seed=0, lift=None):
     """Per-token tables of ``seeds`` training seeds (a reference model, its analysis and a PoSE
     model at the short context each), every seed analysing the same ``docs`` x ``per_doc``
     tokens. Each token has a true benefit b ~ U(0.5, 2) nats and a true share rho ~ U(0.5, 1.3)
@@ -192,7 +195,8 @@ def replicated_language_tables(seeds=3, docs=334, per_doc=6, effect=0.0, doc_sd=
       which its benefit, and so the share recovered (rho b over the measured benefit), carry,
       while recovery and the gain follow the true b;
     - ``effect``: tokens whose true rho is at least 0.9 gain ``effect`` x b more, within every
-      document, by ``effect`` + N(0, ``seed_sd``) on each seed."""
+      document, by ``effect`` + N(0, ``seed_sd``) on each seed (``lift(rng)``, where given: each
+      seed's own draw of it)."""
     rng = np.random.default_rng(seed)
     n = docs * per_doc
     doc = np.repeat(np.arange(docs), per_doc)
@@ -212,8 +216,8 @@ def replicated_language_tables(seeds=3, docs=334, per_doc=6, effect=0.0, doc_sd=
                                       "L_short": 3.0, "L_long": 3.0 - measured}))
         deps.append(pd.DataFrame({"doc": np.arange(30), "t": 10_000, "seed": s, "method": "greedy_planted", "k": 1,
                                   "recovered": 0.95, "L_short": 3.0, "L_long": 2.0}))
-        lift = effect + (rng.normal(0, seed_sd) if seed_sd else 0.0)
-        gain = (0.4 + u + lift * sparse) * b + rng.normal(0, 0.05, n)
+        own = lift(rng) if lift is not None else effect + (rng.normal(0, seed_sd) if seed_sd else 0.0)
+        gain = (0.4 + u + own * sparse) * b + rng.normal(0, 0.05, n)
         transfer.append(pd.DataFrame({"doc": doc, "t": t, "seed": s, "context": 32, "scheme": "pose", "gain": gain}))
     return {"language": {"screen": pd.concat(screen, ignore_index=True), "deps": pd.concat(deps, ignore_index=True),
                          "transfer": pd.concat(transfer, ignore_index=True)}}

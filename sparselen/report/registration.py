@@ -52,7 +52,8 @@ def criteria() -> dict:
 def design(cfg: dict) -> dict:
     """Per slice of the config, what its claims' verdicts depend on: seeds (and the idealized
     model's), samples per cell, analysed tokens; the stopping rule; the power each claim has at
-    these sizes (and what it assumes) and the calibration's worst false holds at them."""
+    these sizes (and what it assumes) and the calibration's worst false holds at them (of its
+    nulls at the thresholds, with their one-sided 95% upper bound)."""
     sections = {s: cfg[s] for s in SLICES if s in cfg}
     sizes = {s: rates.slice_sizes(s, section) for s, section in sections.items()}
     if "theory" in sections:  # T2's idealized-model groups count their own seeds
@@ -66,7 +67,7 @@ def design(cfg: dict) -> dict:
         per_claim[c.id] = {"power": None if p is None else round(p, 3),
                            "sized_at": power.basis(c.id) if c.id in power.SPREADS else "",
                            "false_holds": None if worst is None else
-                           {k: worst[k] for k in ("scenario", "holds", "replicates")}}
+                           {k: worst[k] for k in ("scenario", "holds", "replicates", "upper_bound") if k in worst}}
     return {"sizes": sizes, "stopping": STOPPING, "claims": per_claim}
 
 

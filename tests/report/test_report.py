@@ -347,7 +347,8 @@ def test_a_verdict_line_carries_its_error_rates_at_the_configs_sizes(tmp_path):
     shipped = rates.worst(rates.load(), "P1", sizes)
     assert shipped is not None, f"paper.yaml's parity sizes are not in {rates.FILE}: {rates.REGENERATE}"
     line = cl.check(runs, RES, FACTS, rates=cl.error_rates({"parity": section})).iloc[0]["answer"]
-    assert f"false holds under no effect {shipped['holds']}/{shipped['replicates']} (calibration" in line
+    assert rates.false_holds(rates.load(), "P1", sizes) in line
+    assert f"{shipped['holds']}/{shipped['replicates']}, upper bound" in line  # the worst null at the threshold
     # sizes no calibration ran at
     other = {**section, "seeds": list(range(7))}
     p1 = cl.check(runs, RES, FACTS, rates=cl.error_rates({"parity": other}, table=made)).iloc[0]
