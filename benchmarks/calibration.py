@@ -35,9 +35,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from sparselen.calibration import CERTIFYING, FALSE, KINDS, false_holds, monte_carlo_error, run, sizes_of, upper_bound
+from sparselen.calibration import CERTIFYING, FALSE, KINDS, false_holds, monte_carlo_error, run, sizes_of
 from sparselen.calibration.thresholds import catalog
 from sparselen.interface.config import load
+from sparselen.statistics.rates import upper_bound
 from sparselen.statistics.stats import Resampling
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,7 +30,6 @@ import numpy as np
 import pandas as pd
 
 from sparselen.report import claims as cl
-from sparselen.statistics.rates import upper_bound  # noqa: F401  (the calibration's bound)
 from sparselen.statistics.stats import Resampling
 from sparselen.statistics.verdicts import FAILS, HOLDS, INCONCLUSIVE, Settings, combine
 from sparselen.theory import sfa_seeds
@@ -104,11 +103,6 @@ def verdicts(scenario: Scenario, sizes: Sizes, rng: np.random.Generator, resampl
         t = cl.check(data, resampling, facts, claims=[claim])
         return decided, t[t["group"] == "all"]["verdict"].iloc[0]
     return decided, decided if decided == FAILS or not stability else INCONCLUSIVE
-
-
-def final_verdict(scenario: Scenario, sizes: Sizes, rng: np.random.Generator, resampling: Resampling) -> str:
-    """The verdict the report would give on one draw of ``scenario`` (``verdicts``)."""
-    return verdicts(scenario, sizes, rng, resampling)[1]
 
 
 def false_holds_limit(replicates: int, rate: float = MAX_FALSE_HOLDS, alpha: float = 0.01) -> int:

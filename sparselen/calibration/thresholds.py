@@ -28,7 +28,7 @@ import numpy as np
 
 from sparselen.calibration import CERTIFYING, DEVELOPED, FALSE, KINDS, Scenario, Sizes
 from sparselen.calibration.scenarios import (C1_TASK, C2_TASK, FITS, HARDER_IN_DISTRIBUTION, PARITY_K, TOKENS_PER_DOC,
-                                             chance, scenarios)
+                                             chance, failing, normal, scenarios)
 from sparselen.calibration.tables import parity_runs, ppc_runs, replicated_language_tables, theory_runs
 from sparselen.parity import claims as parity_claims
 from sparselen.ppc import claims as ppc_claims
@@ -40,17 +40,16 @@ PPC_SD = 0.11  # the tested scheme's spread over seeds at the largest size (poin
 OTHER_SD = 0.05  # the scheme it is compared with: a narrower spread, the harder null for a difference
 
 
+def success_level(mean: float, failed: float) -> float:
+    """Bimodal seeds: the value of the seeds that do not fail, so that the mean is ``mean`` with
+    ``failed`` on FAIL_SHARE of them."""
+    return (mean - FAIL_SHARE * failed) / (1 - FAIL_SHARE)
+
+
 def at(mean: float, sd: float, failed: float, form: str):
     """A run's value, mean ``mean``: normal (sd ``sd``) or bimodal (``failed`` on FAIL_SHARE of
-    the seeds, the rest at the value that puts the mean at ``mean``)."""
-    if form == NORMAL:
-        return lambda rng: mean + rng.normal(0, sd)
-    success = (mean - FAIL_SHARE * failed) / (1 - FAIL_SHARE)
-    return lambda rng: failed if rng.random() < FAIL_SHARE else success
-
-
-def fixed(value: float):
-    return lambda rng: value
+    the seeds, the rest at ``success_level``)."""
+    return normal(mean, sd) if form == NORMAL else failing(success_level(mean, failed), failed, FAIL_SHARE)
 
 
 def shared_items(n: int, rng: np.random.Generator):
@@ -110,10 +109,10 @@ def c1(form: str) -> list[Scenario]:
     top = 0.7  # coupled = pose: their difference at 0, coupled's kept margin clearly above 0.5
     return [
         ppc_null("C1", "coupled - best baseline > 0 (at 0)", form, t, lambda sizes, f: {
-            "nope": fixed(0.0), "pose": at(top, OTHER_SD, 0.0, NORMAL), "coupled": at(top, PPC_SD, 0.0, f),
+            "nope": normal(0.0), "pose": at(top, OTHER_SD, 0.0, NORMAL), "coupled": at(top, PPC_SD, 0.0, f),
             "ppc": at(top, OTHER_SD, 0.0, NORMAL)}),
         ppc_null("C1", "coupled's kept margin > 0.5 (at 0.5)", form, t, lambda sizes, f: {
-            "nope": fixed(0.0), "pose": fixed(0.0), "ppc": fixed(0.0),
+            "nope": normal(0.0), "pose": normal(0.0), "ppc": normal(0.0),
             "coupled": at(kept_level(t, sizes, 0.5), PPC_SD, chance(t, sizes), f)}),
     ]
 
@@ -124,13 +123,13 @@ def c2(form: str) -> list[Scenario]:
     t = C2_TASK
     return [
         ppc_null("C2", "ppc - best baseline > 0 (at 0)", form, t, lambda sizes, f: {
-            "nope": fixed(0.0), "pose": at(0.8, OTHER_SD, 0.0, NORMAL), "coupled": at(0.8, OTHER_SD, 0.0, NORMAL),
+            "nope": normal(0.0), "pose": at(0.8, OTHER_SD, 0.0, NORMAL), "coupled": at(0.8, OTHER_SD, 0.0, NORMAL),
             "ppc": at(0.8, PPC_SD, chance(t, sizes), f)}),
         ppc_null("C2", "ppc - coupled > -0.1 (at -0.1)", form, t, lambda sizes, f: {
-            "nope": fixed(0.0), "pose": at(0.3, OTHER_SD, 0.0, NORMAL), "coupled": at(0.9, OTHER_SD, 0.0, NORMAL),
+            "nope": normal(0.0), "pose": at(0.3, OTHER_SD, 0.0, NORMAL), "coupled": at(0.9, OTHER_SD, 0.0, NORMAL),
             "ppc": at(0.8, PPC_SD, chance(t, sizes), f)}),
         ppc_null("C2", "ppc's kept margin > 0.5 (at 0.5)", form, t, lambda sizes, f: {
-            "nope": fixed(0.0), "pose": fixed(0.0),
+            "nope": normal(0.0), "pose": normal(0.0),
             "coupled": at(kept_level(t, sizes, 0.5), OTHER_SD, 0.0, NORMAL),
             "ppc": at(kept_level(t, sizes, 0.5), PPC_SD, chance(t, sizes), f)}),
     ]
@@ -240,7 +239,7 @@ def two_point(own, mean: float, sd: float, failed: float, form: str) -> float:
     """A run's value from its draw ``own`` (a standard normal, or whether the seed failed)."""
     if form == NORMAL:
         return mean + sd * own
-    return failed if own else (mean - FAIL_SHARE * failed) / (1 - FAIL_SHARE)
+    return failed if own else success_level(mean, failed)
 
 
 def t_claims(form: str) -> list[Scenario]:

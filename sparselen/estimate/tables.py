@@ -20,7 +20,7 @@ from sparselen.estimate.plan import Job
 from sparselen.estimate.profiles import GROUP_BYTES, OPTIMIZER_BYTES, USABLE, Profile, seconds
 from sparselen.estimate.timeline import PACKED_GROUP, SLURM_GROUP_AT_ONCE, campaign_clock, submission_seconds
 from sparselen.interface.job import per_run_rule
-from sparselen.jobs.slices import runtime_keys
+from sparselen.jobs.slices import runtime_keys, stacked_evaluation_rules
 from sparselen.nn.memory import GiB
 
 DP_EFFICIENCY = 0.9  # assumed: n devices training one model together run n x this as fast as one
@@ -365,16 +365,18 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
 
 def stacks_assumption(config: dict, p: Profile) -> str:
     sizes = ", ".join(f"{stacks.key(s)} {n}" for s, n in stack_size.configured(config).items() if n > 1)
-    groups = int(config.get("parity", {}).get("length_groups", 1))
-    grouped = (f" (parity's in {groups} passes, its runs grouped by drawn length: each padded to its group's "
-               f"longest; parity.length_groups)" if groups > 1 else "")
+    grouped = "; ".join(f"{name}'s in {section['length_groups']} passes, {name}.length_groups"
+                        for name, section in config.items()
+                        if isinstance(section, dict) and int(section.get("length_groups", 1)) > 1)
+    grouped = f" ({grouped}: the runs grouped by drawn length, each padded to its group's longest)" if grouped else ""
+    together = ", ".join(stacked_evaluation_rules())
     return (f"Stacks ({sizes}; sparselen.training.stacked): a stack's job starts, compiles and runs the trainer once; its "
             f"training step pays its overheads once and the FLOPs and optimizer traffic of all its runs, each batch "
             f"padded to the step's longest{grouped}, or, where longer, {p.batch_s * 1e3:.3g} ms a run to draw their "
-            f"batches in a worker process; its peak memory is S x a run's training step; parity's evaluation stack "
-            f"evaluates its runs as one stacked model, one pass per batch for all; PPC's evaluates its runs one after "
-            f"another after one start-up, as a training stack of the theory's GPT runs does; one SLURM submission on "
-            f"one GPU, not packed")
+            f"batches in a worker process; its peak memory is S x a run's training step; an evaluation stack of "
+            f"{together or 'no rule'} evaluates its runs as one stacked model, one pass per batch for all, any other its "
+            f"runs one after another after one start-up, as a training stack of the theory's GPT runs does; one SLURM "
+            f"submission on one GPU, not packed")
 
 
 def stack_choice(config: dict, jobs: list[Job], gpu: Profile, out=print) -> dict:

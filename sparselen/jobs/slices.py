@@ -42,6 +42,11 @@ def stacked_trainings() -> dict[str, tuple[str, str | None]]:
             for step, after in package.STACKED.items()}
 
 
+def stacked_evaluation_rules() -> list[str]:
+    """The rules whose stack job evaluates its runs as one stacked model (``STACKED_EVALUATIONS``)."""
+    return [f"{name}_{step}" for name, package in PACKAGES.items() for step in package.STACKED_EVALUATIONS]
+
+
 def stacked_evaluations() -> dict[str, object]:
     """Per rule whose stack job evaluates its runs as one stacked model: the function that does
     it (``sparselen.<slice>.jobs.<name>(jobs, device)``, on its runs' jobs)."""

@@ -10,8 +10,8 @@ import torch
 from sparselen.interface.job import runtime
 from sparselen.interface.run import Run, typed_wildcards
 from sparselen.nn.model import ModelConfig
-from sparselen.parity import TRAINING_CODE, report, task
 from sparselen.nn.stacked_model import stack_models
+from sparselen.parity import TRAINING_CODE, report, task
 from sparselen.parity.evaluate import evaluate_grid, evaluate_stack
 from sparselen.runtime import io
 from sparselen.runtime.provenance import provenance
