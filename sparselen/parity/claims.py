@@ -2,8 +2,9 @@
 evaluation tables (docs/reconstruction.md, "Claims").
 
 Each test works per K_train (a group) on the runs that fit each k_test <= K_train on the
-training lengths, computes one value per training seed and decides on the Student-t interval
-of those values (``sparselen.statistics.stats.t_interval``), floored at their evaluation noise: P2's
+training lengths, computes one value per training seed and decides on the interval by betting
+of those values (``sparselen.statistics.betting``: valid for any distribution of the seeds' values
+in their range), widened to their evaluation noise: P2's
 retained margins propagate their cells' binomial noise through the ratio, P1's and P3's ranks
 through redraws of their cells' accuracies (``rank_noise``)."""
 
@@ -12,9 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sparselen.statistics import power
-from sparselen.statistics.stats import (CORRELATION, binomial_noise, margin_range, ratio_noise, shrunk_accuracy,
-                                        spearman, t_interval)
+from sparselen.statistics import betting, power
+from sparselen.statistics.stats import CORRELATION, binomial_noise, ratio_noise, shrunk_accuracy, spearman
 from sparselen.statistics.verdicts import FIT, MIN_FITTED_RUNS, Claim, Result, Settings, gate_result, interval_result
 
 READS = ("evals",)  # the per-run tables the tests read (RUN_TABLES["parity"] in the rules)
@@ -89,7 +89,7 @@ def rank_noise(k_test: np.ndarray, value, cells: pd.DataFrame, draws: int, rng: 
 def _per_seed_rank(cells: pd.DataFrame, value, name: str, ks: list, note: str, above: bool, what: str,
                    s: Settings) -> Result:
     """Spearman's rho of ``value(seed's cells)`` against k_test, one per seed with at least
-    MIN_RANK_CELLS fitted cells; decided on the t interval of the seeds' rhos against 0 (the
+    MIN_RANK_CELLS fitted cells; decided on the interval by betting of the seeds' rhos against 0 (the
     claim's side: ``above`` it or below), floored at the rhos' evaluation noise (``rank_noise``)."""
     seeds = {seed: c for seed, c in cells.groupby("seed") if len(c) >= MIN_RANK_CELLS}
     left = f"; left out: {note}" if note else ""
@@ -102,7 +102,7 @@ def _per_seed_rank(cells: pd.DataFrame, value, name: str, ks: list, note: str, a
         k_test = c["k_test"].to_numpy(float)
         rhos.append(spearman(k_test, np.asarray(value(c), dtype=float)))
         noise.append(rank_noise(k_test, value, c, RANK_NOISE_DRAWS, s.rng("rank noise", name, what, seed)))
-    mean, lo, hi = t_interval(rhos, noise=noise, bounds=CORRELATION)
+    mean, lo, hi = betting.interval(rhos, CORRELATION, noise=noise)
     return interval_result(name, mean, lo, hi, 0.0, above=above,
                            note=f"{what}, k_test {ks}, mean of {len(rhos)} seeds' rho{left}")
 
@@ -143,7 +143,7 @@ def parity_retained(data: dict, s: Settings) -> list[Result]:
             continue
         longest, at_k = _longest(cells), cells[cells["k_test"] == K]
         kept = retained_margin(at_k[longest], at_k["in"])
-        mean, lo, hi = t_interval(kept, noise=retained_noise(at_k, longest), bounds=margin_range(CHANCE, at_k["in"]))
+        mean, lo, hi = betting.interval(kept, betting.kept_range(CHANCE, FIT), noise=retained_noise(at_k, longest))
         out.append(interval_result(name, mean, lo, hi, RETAINED,
                                    note=f"k_test={K}, length {longest}, mean of {len(kept)} seeds"))
     return out
@@ -225,23 +225,24 @@ CLAIMS = (
           f"For every K_train with {MIN_RANK_CELLS} fitted k_test <= K_train: per seed, Spearman's rho against "
           "k_test of each cell's retained margin at the longest evaluated length, (acc - 0.5) / (acc_in - 0.5) with "
           "acc_in on the training lengths (what a cell keeps of the margin it learned, so that a k_test harder in "
-          "distribution only does not rank lower); the t interval of the seeds' rhos has its upper end < 0.",
-          parity_rank, "parity", _rankable, power=_power("P1")),
+          "distribution only does not rank lower); the interval by betting of the seeds' rhos (range [-1, 1]) has its "
+          "upper end < 0.",
+          parity_rank, "parity", _rankable, power=_power("P1"), stability_rule=False),
     Claim("P2", "parity", "A trained sparsity generalizes to samples ten times longer.",
           "l is sampled uniformly subject to the length of the sample satisfying 2l in [20, 50] ... We then "
           "evaluate the performance of each of the trained transformers h_K_train on samples drawn from "
           "D_{l,k_test} of length 2l in [20, 500]",
           f"For every K_train, at k_test = K_train and the longest evaluated length: the retained margin "
-          f"(acc - 0.5) / (acc_in - 0.5) per seed, acc_in on the training lengths; the t interval of the seeds' "
-          f"values has its low end > {RETAINED}.",
-          parity_retained, "parity", _retainable, power=_power("P2")),
+          f"(acc - 0.5) / (acc_in - 0.5) per seed, acc_in on the training lengths; the interval by betting of the "
+          f"seeds' values (range a fitted run's, [-1.25, 1.25]) has its low end > {RETAINED}.",
+          parity_retained, "parity", _retainable, power=_power("P2"), stability_rule=False),
     Claim("P3", "parity", "Accuracy falls faster with length the larger k is.",
           "a key factor driving length generalization is a 'sparse' dependency structure of each token on the "
           "previous ones",
           f"For every K_train with {MIN_RANK_CELLS} fitted k_test <= K_train: per seed, Spearman's rho of the fall "
           "rate (the mean over every evaluated length L beyond training and short of the longest, which P1 reads, "
           "of the retained margin lost per doubling of length, (1 - retained(L)) / log2(L / longest training "
-          "length)) against k_test; the t interval of the seeds' rhos has its low end > 0. P1 and P3 read the same "
+          "length)) against k_test; the interval by betting of the seeds' rhos has its low end > 0. P1 and P3 read the same "
           "runs and seeds, on different lengths: they are not independent evidence.",
-          parity_denser_falls_faster, "parity", _falls, power=_power("P3")),
+          parity_denser_falls_faster, "parity", _falls, power=_power("P3"), stability_rule=False),
 )

@@ -2,8 +2,9 @@
 per-run evaluation tables (docs/reconstruction.md, "Claims").
 
 Each test works per task (a group) on the runs that fit their training sizes and compares
-schemes at the largest evaluated size by Welch's t interval over the runs' exact match
-(``sparselen.statistics.stats.welch_interval``, floored at each run's evaluation noise); the best baseline
+schemes at the largest evaluated size by an interval by betting of the difference of the
+runs' exact match (``sparselen.statistics.betting.difference``, moved out by their evaluation
+noise); the best baseline
 is chosen on each run's validation samples, drawn apart from the test samples it is then
 compared on. What a task is to each claim
 follows from its module, at the sampler's settings (``task_facts``): C1 is decided on tasks
@@ -21,8 +22,8 @@ import pandas as pd
 from sparselen.ppc.evaluate import ERROR_AT
 from sparselen.ppc.runs import all_schemes, task_schemes
 from sparselen.ppc.tasks import sampler_params, task_module
-from sparselen.statistics import power
-from sparselen.statistics.stats import DIFFERENCE, binomial_noise, margin_range, ratio_noise, t_interval, welch_interval
+from sparselen.statistics import betting, power
+from sparselen.statistics.stats import ACCURACY, binomial_noise, ratio_noise
 from sparselen.statistics.verdicts import (FIT, MIN_FITTED_RUNS, Claim, Result, Settings, both, decide, gate_result,
                                            verdict_result)
 
@@ -157,19 +158,19 @@ class TaskRuns:
     def kept(self, scheme: str) -> tuple[str, str]:
         """(verdict, note) of whether ``scheme``'s fitted runs generalize: the share of their
         margin above the task's chance level on the training sizes kept at the largest size,
-        (largest - chance) / (in - chance), t interval floored at the evaluation noise, against
+        (largest - chance) / (in - chance), interval by betting widened to the evaluation noise, against
         RETAINED. A run that keeps the format and guesses what it must look up is at chance."""
         g, c = self.runs[scheme], self.chance
         num, den = g["largest"] - c, g["in"] - c
         kept = num / den
         noise = ratio_noise(num, den, binomial_noise(g["largest"], g["n"]), binomial_noise(g["in"], g["n_in"]))
-        mean, lo, hi = t_interval(kept, noise=noise, bounds=margin_range(c, g["in"]))
+        mean, lo, hi = betting.interval(kept, betting.kept_range(c, FIT), noise=noise)
         return decide(lo, hi, RETAINED), (f"{scheme} keeps {mean:.2f} [{lo:.2f}, {hi:.2f}] of its margin above the "
                                           f"task's chance level {chance_words(c)} (needs > {RETAINED})")
 
     def difference(self, a: str, b: str) -> tuple[float, float, float]:
-        return welch_interval(self.fitted[a], self.fitted[b], noise_a=self.noise[a], noise_b=self.noise[b],
-                              bounds=DIFFERENCE)
+        return betting.difference(self.fitted[a], self.fitted[b], ACCURACY, noise_a=self.noise[a],
+                                  noise_b=self.noise[b])
 
     def c2_role(self) -> str:
         """"" where the task decides C2, else why it is shown aside."""
@@ -339,19 +340,21 @@ CLAIMS = (
           "introduced to improve length generalization, such as position coupling",
           "For every task whose coupled ids do not depend on the input (controls shown aside), at the largest "
           "evaluated size: exact match of coupled (oracle ids) minus the baseline that fits its training sizes with "
-          "the best exact match on validation samples, Welch's t interval over the fitted runs with its low end > 0; "
+          "the best exact match on validation samples, the interval by betting of the difference over the fitted runs "
+          "(each scheme's bound at 1.25%, a union bound) with its low end > 0; "
           f"and coupled keeps more than {RETAINED} of its margin above the task's exact-match chance level (its "
           "module's: a model that keeps the format and guesses what it must look up) from the training sizes to the "
-          "largest (t interval over the fitted runs, low end).",
-          ppc_coupling, "ppc", lambda section: _design(section, "C1"), power=_power("C1")),
+          "largest (interval by betting over the fitted runs, low end).",
+          ppc_coupling, "ppc", lambda section: _design(section, "C1"), power=_power("C1"), stability_rule=False),
     Claim("C2", "ppc", "Predictive Position Coupling makes coupling work where the ids depend on the input.",
           "Predictive Position Coupling thereby allows us to broaden the array of tasks to which position coupling "
           "can successfully be applied",
           "On every task the paper tests PPC on whose coupled ids depend on the input (controls, our own tasks and "
           "the tasks with input-independent ids shown aside), at the largest size: ppc minus the fitted baseline "
-          f"best on validation samples > 0, ppc minus coupled > -{ORACLE_TOLERANCE:.2g} (low ends of Welch's t "
-          f"intervals over the fitted runs), and ppc keeps more than {RETAINED} of its margin above the task's "
-          "exact-match chance level from the training sizes to the largest (t interval, low end; the reference rows "
+          f"best on validation samples > 0, ppc minus coupled > -{ORACLE_TOLERANCE:.2g} (low ends of the intervals "
+          f"by betting of the differences over the fitted runs), and ppc keeps more than {RETAINED} of its margin above the task's "
+          "exact-match chance level from the training sizes to the largest (interval by betting, low end; the reference "
+          "rows "
           "too).",
-          ppc_predicts_ids, "ppc", lambda section: _design(section, "C2"), power=_power("C2")),
+          ppc_predicts_ids, "ppc", lambda section: _design(section, "C2"), power=_power("C2"), stability_rule=False),
 )

@@ -19,14 +19,15 @@ from pathlib import Path
 from sparselen.interface.config import ROOT, SLICES
 from sparselen.interface.config import load as load_config
 from sparselen.report import claims as cl
-from sparselen.statistics import power, rates, verdicts
+from sparselen.statistics import betting, power, rates, verdicts
 from sparselen.training.resumable import source_fingerprint
 
 FILE = ROOT / "configs" / "registration" / "paper.json"
 CONFIG = "configs/paper.yaml"
 COMMAND = ".venv/bin/python -m sparselen.report.registration --write"
 # What computes a verdict: the criteria, the verdict machinery and statistics, token sparsity.
-CRITERIA_CODE = ("statistics/verdicts.py", "statistics/stats.py", "report/claims.py", "language/sparsity.py",
+CRITERIA_CODE = ("statistics/verdicts.py", "statistics/stats.py", "statistics/betting.py", "report/claims.py",
+                 "language/sparsity.py",
                  *(f"{name}/claims.py" for name in SLICES))
 STOPPING = "none: every seed of the design is trained, then each claim is decided once"
 
@@ -40,11 +41,12 @@ def _constants(module) -> dict:
 def criteria() -> dict:
     """What decides each claim, whatever the config: its words, unit, statistic and the numbers of
     its module and of the verdict machinery, and the fingerprint of the code that computes it."""
-    out = {"code": source_fingerprint(*CRITERIA_CODE), "verdicts": _constants(verdicts), "claims": {}}
+    out = {"code": source_fingerprint(*CRITERIA_CODE), "verdicts": _constants(verdicts),
+           "betting": _constants(betting), "claims": {}}
     for c in cl.CLAIMS:
         spread = power.SPREADS.get(c.id)
         out["claims"][c.id] = {"statement": c.statement, "criterion": c.criterion, "unit": c.unit,
-                               "statistic": spread.statistic if spread else "",
+                               "stability_rule": c.stability_rule, "statistic": spread.statistic if spread else "",
                                "constants": _constants(cl.slice_claims(c.slice))}
     return out
 
@@ -88,7 +90,7 @@ def differences(registered: dict, now: dict) -> list[str]:
         if a is None or b is None:
             out.append(f"{cid} {'added' if a is None else 'removed'}")
             continue
-        changed = [k for k in ("statement", "criterion", "unit", "statistic") if a[k] != b[k]]
+        changed = [k for k in ("statement", "criterion", "unit", "statistic", "stability_rule") if a.get(k) != b.get(k)]
         changed += [f"{k} {a['constants'].get(k)} -> {b['constants'].get(k)}"
                     for k in sorted(set(a["constants"]) | set(b["constants"]))
                     if a["constants"].get(k) != b["constants"].get(k)]
@@ -98,6 +100,11 @@ def differences(registered: dict, now: dict) -> list[str]:
              for k in sorted(set(reg["verdicts"]) | set(cur["verdicts"])) if reg["verdicts"].get(k) != cur["verdicts"].get(k)]
     if gates:
         out.append("verdict machinery: " + ", ".join(gates))
+    bets = [f"{k} {reg.get('betting', {}).get(k)} -> {cur.get('betting', {}).get(k)}"
+            for k in sorted(set(reg.get("betting", {})) | set(cur.get("betting", {})))
+            if reg.get("betting", {}).get(k) != cur.get("betting", {}).get(k)]
+    if bets:
+        out.append("bounds by betting: " + ", ".join(bets))
     if reg["code"] != cur["code"] and not out:
         out.append("the code that computes the verdicts (same words and numbers)")
     return out

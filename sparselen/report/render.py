@@ -31,7 +31,7 @@ from sparselen.report.claims import fmt_value
 from sparselen.report.framing import CRITERIA, SOURCES, TAGS, glossary_section, quote_line
 from sparselen.runtime import io
 from sparselen.runtime.provenance import provenance
-from sparselen.statistics.verdicts import FAILS, HOLDS, UNSTABLE
+from sparselen.statistics.verdicts import FAILS, HOLDS, NOT_NEEDED, UNSTABLE
 
 REPORT_WIDTH_PX = 1100  # the report's text column (CSS px): a wider figure is shown scaled down to it
 TITLE = "Reproduction report: The Role of Sparsity for Length Generalization in Transformers"
@@ -185,6 +185,8 @@ def details_section(claims: pd.DataFrame) -> list[str]:
                           else "")
             notes.append(f"Stability: the verdict ({h.decided}) changes in {h.stability:.0%} of the resamples "
                          f"({h.resampled}){overturned}.")
+        elif groups["tested"].astype(bool).any() and h.resampled == NOT_NEEDED:
+            notes.append(f"Stability: {h.resampled}.")
         if _text(h.resolve) and h.verdict != HOLDS:
             notes.append(f"To resolve: {h.resolve}.")
         lines += ([" ".join(notes), ""] if notes else []) + ["</details>", ""]

@@ -1,26 +1,21 @@
-"""Power of a claim's test at a config's sizes, in closed form, from the effect and the spread
-over seeds measured for it (``SPREADS``; configs/README.md, "Seed power"): what "decidable on
+"""Power of a claim's test at a config's sizes, from the effect and the spread over seeds it is
+sized at (``SPREADS``; configs/README.md, "Power at the measured spreads"): what "decidable on
 this config" asks before any run.
 
-A seed-level claim holds when, in every group, the t interval of one value per seed (Welch's
-for a difference of two schemes) has its end on the claim's side of the threshold, no closer
-than the evaluation noise of the shared samples allows, and when at most ``UNSTABLE`` of the
-resamples of the seeds give another verdict. With the per-seed values normal (mean ``effect``,
-sd ``sd``), the sample mean and sd are independent (normal and scaled chi): both are integrated
-on a grid. A resample that keeps m distinct seeds (probability ``distinct_counts``) is a subset
-of m seeds whose mean is normal about the full mean, with the finite-population variance of a
-subset; it passes with the normal probability of clearing its own t and floor. A group is stable
-when its differing share is within ``UNSTABLE`` divided among the groups (a union bound: the
-claim's share is at most their sum). The claim's power is the product over its groups, each
-group at the claim's effect (one K_train, task or k stands for all; ``basis``).
-
-C1 is sized from a failure rate (a seed where coupling fits and does not generalize), not a
-normal spread: its power sums, over the number of failed seeds, the chance of that number times
-whether that set of values holds stably (every subset's t interval computed exactly).
+Every seed-level claim but T2's exponent decides on bounds by betting (``betting``): in every
+group the bound, at half its level, clears the threshold by more than the shift for the noise of
+the shared evaluation samples (``betting._split``). Its power is Monte Carlo (``betting_power``):
+normal per-seed values (C1: a failure rate, ``fail`` of the seeds at ``failed``), cut to the
+statistic's range, or two such sets for a difference, through the same bounds. T2's exponent
+decides on a t interval widened by the shared samples' noise: its power is in closed form, the
+sample mean and sd independent (normal and scaled chi) and integrated on a grid. No claim sized
+here carries the stability rule. A claim must hold in every group and condition (C2's two, T2's
+exponent and kept margin): its power is the product, each group at the claim's effect (one
+K_train, task or k stands for all; ``basis``).
 
 The calibration (``sparselen.calibration``, the claims' own code on generated tables) measures
-the same power at the shipped sizes; ``tests/calibration/test_calibration.py`` checks this model against the
-stability code on generated values."""
+the same power at the shipped sizes; ``tests/calibration/test_calibration.py`` checks this model
+against the claims' bounds and the t interval on generated values."""
 
 from __future__ import annotations
 
@@ -31,7 +26,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-from sparselen.statistics.verdicts import MIN_STABLE_SEEDS, UNSTABLE
+from sparselen.statistics import betting
+from sparselen.statistics.verdicts import FIT, MIN_FITTED_RUNS
 
 TARGET = 0.80  # the power a config needs at the effect it is sized at to decide a claim
 MAX_SEEDS = 400  # seed counts searched for the one that reaches TARGET
@@ -58,6 +54,8 @@ class Spread:
     fail: float = 0.0
     failed: float = 0.0
     basis: str = "measured"  # what the effect and spread are (``BASES``), worded on every power line
+    bounds: tuple | None = None  # a seed's value's range: the claim is decided by betting (``betting_power``)
+    parts: tuple | None = None  # a difference of two sets of runs: ((mean, sd), (mean, sd)), each value in ``bounds``
 
 
 def _retained_floor(kept: float, fit: float = 0.99, chance: float = 0.5):
@@ -85,20 +83,24 @@ SHORT_BASES = {"measured": "", "assumed effect": "assumed effect", "other statis
 # The effects and spreads each claim is sized at (configs/README.md, "Seed power", states each).
 PARITY_K3 = "parity K_train = 3, 2 layers of width 64, 6 seeds of 8,000 steps"
 POINTER_COPY = "pointer_copy, 16 seeds, scored before the end token; the paper's effect ppc = coupled"
+CORRELATION = (-1.0, 1.0)
+ACCURACY = (0.0, 1.0)
 SPREADS = {
     "P1": Spread("P1", "rho of the kept margin against k_test (measured on the rank of accuracy)", -0.64, 0.80, 0.0,
-                 False, "the rank of raw accuracy, " + PARITY_K3, basis="other statistic"),
+                 False, "the rank of raw accuracy, " + PARITY_K3, basis="other statistic", bounds=CORRELATION),
     "P2": Spread("P2", "retained margin at k_test = K_train", 0.61, 0.28, 0.5, True, PARITY_K3,
-                 floor=_retained_floor(0.61)),
-    "P3": Spread("P3", "rho of the fall rate against k_test", 0.56, 0.79, 0.0, True, PARITY_K3),
+                 floor=_retained_floor(0.61), bounds=betting.kept_range(0.5, FIT)),
+    "P3": Spread("P3", "rho of the fall rate against k_test", 0.56, 0.79, 0.0, True, PARITY_K3, bounds=CORRELATION),
     "C1": Spread("C1", "coupled's kept margin", 1.0, 0.0, 0.5, True,
                  "copy_repeat, 12 seeds: coupled failed to generalize on 1",
-                 fail=1 / 12, failed=0.025),
+                 fail=1 / 12, failed=0.025, bounds=betting.kept_range(0.0, FIT)),
     "C2": Spread("C2", "ppc - coupled (needs > -0.1; ppc - pose +0.33, sd 0.31, also)", 0.0, math.hypot(0.11, 0.11),
-                 -0.1, True, POINTER_COPY, floor=_difference_floor(0.95, 0.95), basis="assumed effect"),
+                 -0.1, True, POINTER_COPY, floor=_difference_floor(0.95, 0.95), basis="assumed effect",
+                 bounds=ACCURACY, parts=((0.95, 0.11), (0.95, 0.11))),
     "T1": Spread("T1", "coupled - local accuracy at the largest Lbar (GPT)", 0.0, 0.18, -0.1, True,
                  "theory GPT k = 2, 6 seeds of cpu-extended; the paper's effect coupled = local",
-                 floor=_difference_floor(0.9, 0.99), basis="assumed effect"),
+                 floor=_difference_floor(0.9, 0.99), basis="assumed effect", bounds=ACCURACY,
+                 parts=((0.9, 0.18 / math.sqrt(2)), (0.9, 0.18 / math.sqrt(2)))),
     "T2": Spread("T2", "growth exponent of the log loss", 1.0, 0.065, 2.0, False,
                  "the calibration's generator, no exponent fitted on runs yet: b = 1, log-loss noise 0.1",
                  basis="assumed"),
@@ -109,7 +111,13 @@ SPREADS = {
 }
 # C2 also needs ppc - best baseline > 0: pose 0.62 (sd 0.29) against ppc 0.95 (sd 0.11) on pointer_copy
 C2_GAIN = Spread("C2", "ppc - pose", 0.33, math.hypot(0.11, 0.29), 0.0, True, POINTER_COPY,
-                 floor=_difference_floor(0.95, 0.62), basis="assumed effect")
+                 floor=_difference_floor(0.95, 0.62), basis="assumed effect", bounds=ACCURACY,
+                 parts=((0.95, 0.11), (0.62, 0.29)))
+# T2 also needs the local law's kept margin > 0.5, decided by betting on a fitted run's range
+T2_MARGIN = Spread("T2", "local law's kept margin at the largest Lbar", 1.0, 0.03, 0.5, True,
+                   "config.yaml's idealized model, 8 seeds: kept 1.00 [0.97, 1.00]", floor=_retained_floor(1.0),
+                   bounds=betting.kept_range(0.5, FIT))
+CONDITIONS = {"C2": (C2_GAIN,), "T2": (T2_MARGIN,)}  # a claim's conditions beyond the one its spread sizes
 
 
 def basis(claim: str) -> str:
@@ -118,27 +126,17 @@ def basis(claim: str) -> str:
     return BASES[sp.basis].format(where=sp.where)
 
 
-@lru_cache(maxsize=None)
-def distinct_counts(n: int) -> np.ndarray:
-    """P(m distinct seeds) for m = 0..n in a resample of n seeds with replacement (the exact
-    weights of ``verdicts.seed_strata``, by recursion over the draws)."""
-    p = np.zeros(n + 1)
-    p[0] = 1.0
-    for _ in range(n):
-        m = np.arange(n + 1)
-        p = p * m / n + np.concatenate([[0.0], p[:-1] * (n - m[:-1]) / n])
-    return p
-
-
 _X = np.polynomial.hermite_e.hermegauss(48)  # nodes and weights for the sample mean (standard normal)
 _CHI_Q = (np.arange(40) + 0.5) / 40  # quantiles of the sample sd's chi law
 
 
-def group_power(n: int, spread: Spread, samples: int | None, share: float = UNSTABLE) -> float:
-    """The chance that one group of ``n`` seeds decides "holds" stably (differing share at most
-    ``share``) at the spread's effect, on ``samples`` evaluation samples per cell."""
-    if spread.fail:
-        return _failure_power(n, spread, share)
+def group_power(n: int, spread: Spread, samples: int | None) -> float:
+    """The chance that one group of ``n`` seeds decides "holds" at the spread's effect, on
+    ``samples`` evaluation samples per cell: by betting where the spread has a range
+    (``betting_power``), else by the t interval clearing the threshold by more than the shared
+    samples' noise."""
+    if spread.bounds:
+        return betting_power(n, spread, samples)
     if n < 2:
         return 0.0
     sign = 1.0 if spread.above else -1.0
@@ -147,49 +145,56 @@ def group_power(n: int, spread: Spread, samples: int | None, share: float = UNST
     nodes, weights = _X
     means = delta + sd / math.sqrt(n) * nodes  # sample mean minus threshold, claim side positive
     sds = sd * np.sqrt(stats.chi2.ppf(_CHI_Q, n - 1) / (n - 1))
-    gap, s = means[:, None], sds[None, :]
-    passes = gap > np.maximum(stats.t.ppf(0.5 + LEVEL / 2, n - 1) * s / math.sqrt(n), floor)
-    m = np.arange(2, n)
-    w = distinct_counts(n)
-    t_m = stats.t.ppf(0.5 + LEVEL / 2, m - 1)
-    spread_m = np.sqrt((1 / m - 1 / n) * n / (n - 1))
-    need = np.maximum(t_m[None, None, :] * s[..., None] / np.sqrt(m), floor)
-    p_pass = stats.norm.cdf((gap[..., None] - need) / (s[..., None] * spread_m))
-    differ = w[1] + (w[2:n] * (1 - p_pass)).sum(-1)  # one distinct seed: never decided
-    ok = passes & (differ <= share)
-    return float((weights / weights.sum()) @ ok.mean(axis=1))
+    passes = means[:, None] > np.maximum(stats.t.ppf(0.5 + LEVEL / 2, n - 1) * sds[None, :] / math.sqrt(n), floor)
+    return float((weights / weights.sum()) @ passes.mean(axis=1))
 
 
-def _failure_power(n: int, spread: Spread, share: float) -> float:
-    """C1: sum over j failed seeds of Binomial(j; n, fail) x [the values hold and are stable]
-    (numbers of failures of negligible chance left out)."""
-    if n < 2:
+DRAWS = 2000  # Monte Carlo draws of a group's seeds (the same draws for every spread at a count: common numbers)
+
+
+@lru_cache(maxsize=None)
+def betting_power(n: int, spread: Spread, samples: int | None) -> float:
+    """The chance that one group of ``n`` seeds decides "holds" by betting (``betting``: no
+    stability rule) at the spread's effect: Monte Carlo over DRAWS sets of seeds, normal values
+    (or, C1, ``fail`` of them at ``failed``) cut to the spread's range, or a difference of two
+    such sets (``parts``, a union bound as ``betting.difference``), the end moved out by the
+    evaluation noise of ``samples`` samples a cell (``floor``; ``betting._split``)."""
+    if n < MIN_FITTED_RUNS:
         return 0.0
-    js = [j for j in range(n + 1) if stats.binom.pmf(j, n, spread.fail) > 1e-6]
-    holds = _holds_table(n, max(js), spread)
-    w = distinct_counts(n)
-    m = np.arange(1, n + 1)[:, None]
-    total = 0.0
-    for j in js:
-        if not holds[n, j]:
-            continue
-        i = np.arange(j + 1)[None, :]
-        pmf = stats.hypergeom.pmf(i, n, j, m)  # failed seeds among a resample's m distinct ones
-        differ = float((w[1:, None] * pmf * ~holds[1:, : j + 1]).sum())
-        total += stats.binom.pmf(j, n, spread.fail) * (differ <= share)
-    return float(total)
+    rng = np.random.default_rng(n)
+    lo, hi = spread.bounds
+    sign = 1.0 if spread.above else -1.0
+    alpha = (1 - LEVEL) / 2
+    # every bounded claim carries its runs' evaluation noise: the union bound of ``betting._split``,
+    # half of alpha for the seeds, half for the shift by the shared samples' noise (none without a floor)
+    shared = spread.floor(samples) if spread.floor and samples else 0.0
+    alpha, shift = alpha / 2, stats.norm.ppf(1 - alpha / 2) * shared
 
+    def draw(mean: float, sd: float) -> np.ndarray:
+        if spread.fail:
+            return np.where(rng.random((DRAWS, n)) < spread.fail, spread.failed, mean)
+        return np.clip(rng.normal(mean, sd, (DRAWS, n)), lo, hi)
 
-def _holds_table(n: int, j: int, spread: Spread) -> np.ndarray:
-    """[m, i]: whether m seeds, i of them failed, clear the threshold by their t interval."""
-    m = np.arange(n + 1)[:, None].astype(float)
-    i = np.arange(j + 1)[None, :].astype(float)
-    good, bad = spread.effect, spread.failed
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = good - (good - bad) * i / m
-        sd = (good - bad) * np.sqrt(i * (m - i) / (m * (m - 1)))
-        low = mean - stats.t.ppf(0.5 + LEVEL / 2, m - 1) * sd / np.sqrt(m)
-    return (m >= 2) & (i <= m) & (low > spread.threshold)
+    def near_end(values: np.ndarray, a: float) -> np.ndarray:
+        """The bound on the claim's side's near end (low for a claim above its threshold)."""
+        y = (values - lo) / (hi - lo)
+        if spread.above:
+            return lo + betting.lower_bounds(y, a) * (hi - lo)
+        return hi - betting.lower_bounds(1 - y, a) * (hi - lo)
+
+    def far_end(values: np.ndarray, a: float) -> np.ndarray:
+        y = (values - lo) / (hi - lo)
+        if spread.above:
+            return hi - betting.lower_bounds(1 - y, a) * (hi - lo)
+        return lo + betting.lower_bounds(y, a) * (hi - lo)
+
+    if spread.parts:
+        (ma, sa), (mb, sb) = spread.parts
+        a, b = draw(ma, sa), draw(mb, sb)
+        end = near_end(a, alpha / 2) - far_end(b, alpha / 2)
+    else:
+        end = near_end(draw(spread.effect, spread.sd), alpha)
+    return float((sign * (end - spread.threshold) > shift).mean())
 
 
 @lru_cache(maxsize=None)
@@ -221,18 +226,17 @@ def claim_power(claim: str, n: int, groups: int, samples: int | None = None) -> 
 def groups_power(claim: str, seeds: tuple[int, ...], samples: int | None = None) -> float:
     """Power of ``claim`` over groups that must all hold, ``seeds[g]`` seeds in group g (a
     claim over two models' runs counts each group's model's seeds)."""
-    if not seeds or min(seeds) < MIN_STABLE_SEEDS:
+    parts = [SPREADS[claim], *CONDITIONS.get(claim, ())]
+    if not seeds or min(seeds) < MIN_FITTED_RUNS:
         return 0.0
-    parts = [SPREADS[claim]] + ([C2_GAIN] if claim == "C2" else [])
-    share = UNSTABLE / (len(seeds) * len(parts))
-    return math.prod(group_power(n, sp, samples, share) ** seeds.count(n) for n in set(seeds) for sp in parts)
+    return math.prod(group_power(n, sp, samples) ** seeds.count(n) for n in set(seeds) for sp in parts)
 
 
 @lru_cache(maxsize=None)
 def seeds_needed(claim: str, groups: int, samples: int | None = None, target: float = TARGET) -> int | None:
     """The fewest seeds per group that give ``claim`` at least ``target`` power (None: none up
     to MAX_SEEDS, e.g. where the evaluation noise alone keeps the interval across the threshold)."""
-    lo = MIN_STABLE_SEEDS
+    lo = MIN_FITTED_RUNS
     if claim_power(claim, MAX_SEEDS, groups, samples) < target:
         return next((n for n in range(lo, 41) if claim_power(claim, n, groups, samples) >= target), None)
     hi = MAX_SEEDS

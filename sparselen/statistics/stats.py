@@ -1,9 +1,11 @@
 """Every interval and resampling primitive of the pipeline, in one place.
 
 - Across seeds (the unit of replication: the paper's figures show intervals over training
-  runs): the Student-t interval of per-seed values (``t_interval``, ``summarize``), Welch's
-  interval of a difference between two sets of runs (``welch_interval``), and Spearman's rho
-  of a run's cells (``spearman``). A run's accuracy is measured on n samples, and every run of
+  runs): the Student-t interval of per-seed values (``t_interval``, ``summarize``: the tables'
+  intervals, and the claims whose statistic has no range known in advance, T2's exponent and
+  L2), Welch's interval of a difference between two sets of runs (``welch_interval``), and
+  Spearman's rho of a run's cells (``spearman``). The claims whose statistic has a known range
+  decide on bounds by betting instead (``sparselen.statistics.betting``). A run's accuracy is measured on n samples, and every run of
   a cell is measured on the same samples (one evaluation seed for all models), so the claims'
   and the accuracy tables' intervals are at least as wide as the evaluation noise of one
   sample set gives (``binomial_noise``, ``ratio_noise``), which more runs do not average away:
@@ -88,14 +90,6 @@ def ratio_noise(num, den, num_noise, den_noise) -> np.ndarray:
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.asarray(num_noise) / den**2 + num**2 * np.asarray(den_noise) / den**4
-
-
-def margin_range(chance, fitted) -> tuple[float, float]:
-    """The range of the mean over runs of the retained margin (acc - chance) / (fitted - chance)
-    (``fitted``: each run's accuracy where it fits), for accuracies acc in [0, 1]."""
-    chance, fitted = np.asarray(chance, dtype=float), np.asarray(fitted, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return float(np.mean(-chance / (fitted - chance))), float(np.mean((1 - chance) / (fitted - chance)))
 
 
 def _half_width(sets, level: float) -> float:

@@ -66,6 +66,8 @@ def _fewest_stable_seeds() -> int:
 MIN_STABLE_SEEDS = _fewest_stable_seeds()  # 4 at UNSTABLE 0.10
 
 
+NOT_NEEDED = ("not applied: the claim decides on bounds by betting, valid for any distribution of the seeds' values "
+              "(a share of failed seeds included), which resamples of fewer distinct seeds cannot reproduce")
 BELOW_RESOLUTION = "the interval includes the threshold: an effect below the resolution of these runs"
 MORE_RUNS = "more seeds or evaluation samples"
 
@@ -103,6 +105,7 @@ class Claim:
     design: Callable  # (the slice's config section) -> "" when its design can decide the claim, else why not
     unit: str = "seed"  # what the stability check resamples
     power: Callable | None = None  # (the slice's config section) -> power at the effect and spread it is sized at (seed-level claims)
+    stability_rule: bool = True  # False: decided on bounds by betting, valid for any distribution of the seeds' values
 
 
 def decide(lo: float, hi: float, threshold: float, above: bool = True) -> str:
@@ -313,6 +316,8 @@ def stability(claim: Claim, data: dict, s: Settings, verdict: str) -> Stability:
     decided verdict, draws are added (up to SEED_DRAWS or DOCUMENT_DRAWS) until the share is
     MONTE_CARLO_Z standard errors from UNSTABLE or every seed set is enumerated; an
     inconclusive one keeps the first draws (its share is shown, it decides nothing)."""
+    if not claim.stability_rule:
+        return Stability(float("nan"), 0.0, NOT_NEEDED, False)
     units = units_of(data, claim.unit)
     n = len(units)
     if n < 2:

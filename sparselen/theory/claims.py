@@ -3,7 +3,8 @@ evaluation tables of the idealized model and the GPT (docs/reconstruction.md, "C
 is decided on the GPT's runs (on the idealized model it holds by construction).
 
 Each test works per (model, k) on the runs that fit at Lbar = L, with one value per training
-seed: a Student-t interval over seeds for one law, Welch's t interval to compare two laws,
+seed: an interval by betting over seeds for one law and for the difference of two laws
+(``sparselen.statistics.betting``), the growth exponent's a Student-t interval,
 accuracies floored at their evaluation noise (``sparselen.statistics.stats.binomial_noise``),
 the growth exponent's interval widened by the noise of the sample sets every run shares
 (``exponent_noise``)."""
@@ -15,8 +16,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from sparselen.statistics import power
-from sparselen.statistics.stats import DIFFERENCE, binomial_noise, margin_range, ratio_noise, t_interval, welch_interval
+from sparselen.statistics import betting, power
+from sparselen.statistics.stats import ACCURACY, binomial_noise, ratio_noise, t_interval
 from sparselen.statistics.verdicts import (FAILS, FIT, INCONCLUSIVE, MIN_FITTED_RUNS, Claim, Result, Settings, both,
                                            decide, gate_result, interval_result, verdict_result)
 from sparselen.theory import sfa_seeds
@@ -70,10 +71,10 @@ def kept_margin(runs: pd.DataFrame, ratio) -> tuple[pd.Series, np.ndarray]:
 
 
 def kept_interval(runs: pd.DataFrame, ratio) -> tuple[float, float, float]:
-    """The t interval of the runs' kept margins at ``ratio`` (``kept_margin``), floored at their
+    """The interval by betting of the runs' kept margins at ``ratio`` (``kept_margin``), floored at their
     evaluation noise and cut to the range the margins can take."""
     kept, noise = kept_margin(runs, ratio)
-    return t_interval(kept, noise=noise, bounds=margin_range(runs["chance"], runs[("acc", 1)]))
+    return betting.interval(kept, betting.kept_range(runs["chance"], FIT), noise=noise)
 
 
 def _fitted(g: pd.DataFrame, dist: str, name: str, control: bool = False) -> tuple[pd.DataFrame, Result | None]:
@@ -92,13 +93,13 @@ def _fitted(g: pd.DataFrame, dist: str, name: str, control: bool = False) -> tup
 
 def _versus_local(g: pd.DataFrame, dist: str, local: pd.DataFrame, gate: Result | None, group: str, rmax,
                   control: bool = False) -> Result:
-    """Accuracy at Lbar/L = ``rmax`` on law ``dist`` minus on the local law (Welch), against
+    """Accuracy at Lbar/L = ``rmax`` on law ``dist`` minus on the local law (by betting), against
     -NONINFERIORITY; a gate when either law's runs did not fit."""
     other, gate2 = _fitted(g, dist, group, control)
     if gate or gate2:
         return gate2 or gate_result(group, gate.reason, gate.resolve, control)
-    diff, lo, hi = welch_interval(other[("acc", rmax)], local[("acc", rmax)], noise_a=acc_noise(other, rmax),
-                                  noise_b=acc_noise(local, rmax), bounds=DIFFERENCE)
+    diff, lo, hi = betting.difference(other[("acc", rmax)], local[("acc", rmax)], ACCURACY,
+                                      noise_a=acc_noise(other, rmax), noise_b=acc_noise(local, rmax))
     return interval_result(group, diff, lo, hi, -NONINFERIORITY, control=control,
                            note=f"Lbar/L = {rmax:g}: {dist} - local accuracy, {len(other)} and {len(local)} runs "
                                 f"(needs > -{NONINFERIORITY:.2g})")
@@ -288,12 +289,12 @@ CLAIMS = (
     Claim("T1", "theory", "Coupling removes the locality requirement of the length-generalization bound.",
           "a task-specific position ID re-assignment, Position Coupling, can resolve the issue",
           f"For every k >= 2 with fitted GPT runs, at the largest Lbar/L: accuracy on the coupled law minus the "
-          f"local law, Welch's t interval over runs with its low end > -{NONINFERIORITY:.2g} (coupled no worse than "
+          f"local law, the interval by betting of the difference over runs with its low end > -{NONINFERIORITY:.2g} (coupled no worse than "
           f"local); tested where the local law's model keeps more than {RETAINED} of its margin above chance and the "
           f"non-local law minus the local law, the reference shown beside it, has its high end < "
           f"-{NONINFERIORITY:.2g} (the comparison detects the shortfall the locality requirement predicts). The "
           f"idealized model's runs are shown beside it as an {IMPLEMENTATION_CHECK}: {BY_CONSTRUCTION}.",
-          theory_coupling, "theory", _t1_design, power=_power("T1")),
+          theory_coupling, "theory", _t1_design, power=_power("T1"), stability_rule=False),
     Claim("T2", "theory", "Local sparse planted correlations generalize with error growing at most like (Lbar/L)^2.",
           "we can decrease our overall error bound from O(eta_L eta_Lbar L Lbar^2 delta) to O((Lbar/L)^2 delta)",
           f"For every (model, k) on the local law with fitted runs: the exponent b of the log loss's growth, loss ~ "
@@ -302,6 +303,7 @@ CLAIMS = (
           f"exponent (from each ratio's per-sample spread of the log loss), with its upper end < {GROWTH_EXPONENT:g}, "
           f"on the runs whose loss at L is above the "
           f"floor ({{floor}}; runs at the floor are counted, not given an exponent), and the accuracy margin above chance "
-          f"kept at the largest Lbar, (acc - 1/q) / (acc_L - 1/q), has its low end > {RETAINED}.",
-          theory_local, "theory", _t2_design, power=_power("T2")),
+          f"kept at the largest Lbar, (acc - 1/q) / (acc_L - 1/q), has an interval by betting over runs with its low end > "
+          f"{RETAINED}.",
+          theory_local, "theory", _t2_design, power=_power("T2"), stability_rule=False),
 )

@@ -40,32 +40,53 @@ def test_no_claim_holds_where_it_is_false(shipped):
     assert not over, "; ".join(over)
 
 
-def test_the_power_model_agrees_with_the_stability_code():
-    """``power.group_power`` (closed form) against the verdict machinery itself (t interval and
-    exact stability) on normal per-seed values, 6 seeds, where the model gives about half."""
+def test_the_t_power_model_agrees_with_the_t_interval():
+    """``power.group_power`` (closed form, the t interval's claim: T2's exponent) against
+    ``t_interval`` on normal per-seed values, 6 seeds, where the model gives about half."""
     from dataclasses import replace
 
     import numpy as np
-    import pandas as pd
 
     from sparselen.statistics import power
     from sparselen.statistics.stats import t_interval
-    from sparselen.statistics.verdicts import Claim, Settings, combine, interval_result, stability
 
-    def test(data, s):
-        mean, lo, hi = t_interval(data["evals"]["value"].to_numpy(float))
-        return [interval_result("g", mean, lo, hi, 0.5)]
-
-    claim = Claim("X", "x", "", "", "", test, "", lambda section: "")
-    spread = replace(power.SPREADS["P2"], effect=1.2, sd=0.28, floor=None)
+    spread = replace(power.SPREADS["T2"], effect=1.2, sd=0.5, threshold=0.5, above=True, floor=None)
     expected = power.group_power(6, spread, None)
     assert 0.2 < expected < 0.8
-    rng, s, draws, hits = np.random.default_rng(0), Settings(n_boot=100, seed=1), 150, 0
-    for _ in range(draws):
-        data = {"evals": pd.DataFrame({"seed": range(6), "value": rng.normal(spread.effect, spread.sd, 6)})}
-        d = combine(test(data, s)).verdict
-        hits += d == HOLDS and not stability(claim, data, s, d).reason(d)
+    rng, draws = np.random.default_rng(0), 400
+    hits = sum(t_interval(rng.normal(spread.effect, spread.sd, 6))[1] > 0.5 for _ in range(draws))
     assert abs(hits / draws - expected) < 3 * np.sqrt(expected * (1 - expected) / draws), (hits / draws, expected)
+
+
+@pytest.mark.parametrize("claim", ["P2", "C1", "C2"])
+def test_the_betting_power_model_agrees_with_the_claims_bounds(claim):
+    """``power.betting_power`` (its own draws) against ``betting.interval`` and
+    ``betting.difference``, the claims' decisions (with a noise term, as every claim has), on
+    fresh draws of the same values, at a count where the model gives neither 0 nor 1."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from sparselen.statistics import betting, power
+
+    spread = replace(power.SPREADS[claim], floor=None)
+    n = next(n for n in range(4, 200) if power.betting_power(n, spread, None) > 0.3)
+    expected = power.betting_power(n, spread, None)
+    rng, draws, hits = np.random.default_rng(5), 300, 0
+    lo, hi = spread.bounds
+    zero = np.zeros(n)  # the claims always carry their runs' noise: half the level goes to its shift
+    for _ in range(draws):
+        if spread.parts:
+            (ma, sa), (mb, sb) = spread.parts
+            a, b = (np.clip(rng.normal(m, sd, n), lo, hi) for m, sd in ((ma, sa), (mb, sb)))
+            low = betting.difference(a, b, spread.bounds, noise_a=zero, noise_b=zero)[1]
+        elif spread.fail:
+            low = betting.interval(np.where(rng.random(n) < spread.fail, spread.failed, spread.effect), spread.bounds,
+                                   noise=zero)[1]
+        else:
+            low = betting.interval(np.clip(rng.normal(spread.effect, spread.sd, n), lo, hi), spread.bounds, noise=zero)[1]
+        hits += low > spread.threshold
+    assert abs(hits / draws - expected) < 3 * np.sqrt(expected * (1 - expected) / draws) + 0.02, (hits / draws, expected)
 
 
 SHIPPED = {"config.yaml": "config.yaml", "cpu-extended.yaml": "configs/cpu-extended.yaml",

@@ -350,7 +350,9 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     chain = [rule for task in clock["chain"] for rule in timeline.rules_of(jobs, task, local=False).split("+")]
     assert any(r.startswith(("theory_run_sfa", "language_analyze")) for r in chain), chain
     assert clock["wall_h"][8] >= max(clock["chain_h"], gpu_h / 8) - 1e-9 and clock["wall_h"][64] <= clock["wall_h"][8]
-    assert clock["wall_h"][8] <= 12, clock["wall_h"]  # the reproduction overnight on one node of 8 GPUs
+    # a day on one node of 8 GPUs: the seeds that bounds by betting need at the assumed effects (PPC 142 a
+    # task, parity 277 a K_train) no longer fit a night; seeds grown in rounds are what would win it back
+    assert clock["wall_h"][8] <= 18, clock["wall_h"]
     line = re.search(r"Wall clock .*: 8 GPUs: (\d+):(\d\d) \(at least \d+:\d\d\); 64 GPUs: \d+:\d\d", out)
     assert line and int(line[1]) + int(line[2]) / 60 == pytest.approx(clock["wall_h"][8], abs=1 / 60), out[-600:]
     # the README's runbook states the figures this estimate prints
@@ -366,7 +368,8 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     # every stack job's limit is its prediction here times resources.runtime_margin, under the
     # partition's maximum (sparselen.estimate.limits), computed when the workflow was read
     cfg, stacked = load(PAPER), jobs[jobs["runs"] > 1]
-    assert len(stacked) == 225 and (stacked["runtime_min"] <= cfg["resources"]["max_runtime"]).all()
+    # parity 5 K_train x 5 stacks, PPC 44 (task, run) x 4 stacks, each trained and evaluated; the GPT's 9 cells
+    assert len(stacked) == 411 and (stacked["runtime_min"] <= cfg["resources"]["max_runtime"]).all()
     assert stacked["runtime_min"].tolist() == [limits.limit_minutes(cfg, s) for s in stacked["seconds"]]
     assert (t["submissions"]["predicted_h"] <= t["submissions"]["limit_h"]).all()
     # the trained models' disk: 4 bytes per parameter of each model file and of each finished
@@ -375,7 +378,7 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     assert d.loc["all", "runs"] == stacked.loc[stacked["parameters"] > 0, "runs"].sum() + 9  # 9 language runs
     ppc = jobs[(jobs["rule"] == "ppc_train")]
     assert d.loc["ppc", "finished_gib"] == pytest.approx(8 * (ppc["runs"] * ppc["parameters"]).sum() / memory.GiB)
-    assert 400 < d.loc["ppc", "finished_gib"] < d.loc["ppc", "peak_gib"] < 500 and d.loc["all", "peak_gib"] < 700
+    assert 800 < d.loc["ppc", "finished_gib"] < d.loc["ppc", "peak_gib"] < 1000 and d.loc["all", "peak_gib"] < 1300
     # train.steps of 262,144 tokens through a 12-layer width-768 model: ~3e18 FLOPs per model
     lt, steps = jobs[jobs["rule"] == "language_train"], load(PAPER)["language"]["train"]["steps"]
     assert lt["flops"].iloc[0] == pytest.approx(6 * 85e6 * steps * 262144 * 1.2, rel=0.3)

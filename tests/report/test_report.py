@@ -116,7 +116,9 @@ def rendered(tmp_path, claims):
 
 
 def test_the_report_opens_with_the_answer(tmp_path):
-    claims = check({"parity": parity_runs(sparse_wins)})
+    from test_claims import P2_DECIDES
+
+    claims = check({"parity": parity_runs(sparse_wins, **P2_DECIDES)})
     md, html = rendered(tmp_path, claims)
     sections = [line for line in md.splitlines() if line.startswith("## ")]
     assert sections[0] == "## The answer"
@@ -130,13 +132,13 @@ def test_the_report_opens_with_the_answer(tmp_path):
     assert cells["P1"][1] == "**holds**"
     assert re.fullmatch(r"Spearman's rho, accuracy against k_test -1\.00 \[-1\.00, -0\.\d\d\] \(needs < 0; K_train=4\)",
                         cells["P1"][2]), cells["P1"][2]
-    assert cells["P1"][3].startswith("decided: ") and cells["P1"][3].endswith("of seed resamples give another verdict")
+    assert cells["P1"][3] == "decided"  # bounds by betting: no resampling rule, so no share of resamples to give
     from sparselen.report.answer import WORDS
 
     assert all(len(c.split()) <= WORDS for row in cells.values() for c in row[1:])
     # the fits and gates go to the claim's own section, its full line first
     details = md.split("### P1")[1].split("### ")[0]
-    assert "Spearman's rho -1.00 (95% interval" in details and "K_train=4, 6 seeds run): below 0, the sparser" in details
+    assert "Spearman's rho -1.00 (95% interval" in details and "K_train=4, 200 seeds run): below 0, the sparser" in details
     # the first lines: what the run decided and on what, the sources, the criteria's history
     opening = md.split("## The answer")[0]
     assert "This run decided P1 [paper's task], P2 [paper's task]" in opening
@@ -200,15 +202,15 @@ def test_a_claim_this_config_cannot_decide_says_so_and_which_config_can(tmp_path
     md, _ = rendered(tmp_path, table)
     details = md.split("### P1")[1].split("### ")[0]
     assert "Stability" not in details and "This config cannot decide it" in details
-    # the same runs where the config could decide it: inconclusive, saying what changed the verdict
+    # the same runs where the config could decide it: two seeds cannot clear a bound by betting, and
+    # P1 has no resampling rule to report (its bound holds for any distribution of the seeds' values)
     table = cl.check({"parity": {"evals": runs}}, RES, FACTS)
     p1 = table[(table["claim"] == "P1") & (table["group"] == "all")].iloc[0]
-    assert p1["state"] == "inconclusive" and p1["decided"] == "holds"
-    assert p1["answer"].endswith(f"; but the verdict (holds) changes in {p1['stability']:.0%} of resamples of the seeds")
+    assert p1["state"] == "inconclusive" and p1["decided"] == "inconclusive" and pd.isna(p1["stability"])
+    assert "too few fitted runs to say anything" in p1["answer"]
     md, _ = rendered(tmp_path / "decidable", table)
     details = md.split("### P1")[1].split("### ")[0]
-    assert f"Stability: the verdict (holds) changes in {p1['stability']:.0%} of the resamples" in details
-    assert "more than 10%, so the claim is inconclusive." in details
+    assert "changes in" not in details and "more than 10%" not in details
 
 
 def test_every_quote_names_the_source_the_reconstruction_gives_it():
@@ -243,13 +245,15 @@ def test_decided_claims_give_their_absolute_numbers_and_where_and_the_fitted_run
     from sparselen.report.answer import BRIEF
 
     t = check({"ppc": ppc_runs(at_16(nope=0.0, pose=0.1, coupled=0.95, ppc=0.95)),
-               "theory": theory_runs(paper_like, models=("gpt",))})
+               "theory": theory_runs(paper_like, models=("gpt",), seeds=tuple(range(40)))})
     c1, t1 = head(t, "C1"), head(t, "T1")
-    assert c1["brief"] == "coupled 95% vs pose 10% exact match at size 16, 4x the longest training size; 6 and 6 " \
-                          "fitted runs"
+    assert c1["brief"] == "coupled 95% vs pose 10% exact match at size 16, 4x the longest training size; 24 and " \
+                          "24 fitted runs"
     assert c1["answer"].startswith(c1["brief"] + ": coupled position ids score +85 points")
-    assert re.fullmatch(r"accuracy at 8x the training length: coupled 9\d%, local 9\d%, nonlocal 50% \(gpt k=2, "
-                        r"6/6/6 runs fit\)", t1["brief"]), t1["brief"]
+    # T1 at 40 seeds: tested, and non-inferiority within 0.1 by betting needs about 100 more; its reason
+    # first, then its numbers
+    assert t1["state"] == "inconclusive" and t1["brief"].startswith(
+        "the interval includes the threshold on gpt k=2; accuracy at 8x the training length: coupled"), t1["brief"]
     assert all(len(b) <= BRIEF for b in t.loc[t["group"] == "all", "brief"])
     parity = check({"parity": parity_runs(sparse_wins, lengths=(20, 50, 200))})
     assert re.fullmatch(r"K_train=4 at 2l = 200 \(10x the longest trained\), margin kept k=1 8\d%, k=2 7\d%, "
@@ -258,13 +262,13 @@ def test_decided_claims_give_their_absolute_numbers_and_where_and_the_fitted_run
     assert head(parity, "P2")["state"] == "inconclusive"
     assert re.fullmatch(r"the interval includes the threshold on K_train=4; k_test = K_train = 4: 9\d% on training "
                         r"\.\.\.", head(parity, "P2")["brief"]), head(parity, "P2")["brief"]
-    assert re.match(r"k_test = K_train = 4: 9\d% on training lengths, 7\d% at 2l = 200, 10x the longest; 6 seeds fit",
+    assert re.match(r"k_test = K_train = 4: 9\d% on training lengths, 7\d% at 2l = 200, 10x the longest; 24 seeds fit",
                     head(parity, "P2")["answer"]), head(parity, "P2")["answer"]
     falls = check({"parity": parity_runs(sparse_wins, lengths=(20, 50, 100, 200))})
     rates = re.fullmatch(r"K_train=4, 2l = 50-100: margin lost per doubling of length, k=1 (\d+)%, k=2 (\d+)%, "
                          r"k=3 (\d+)%, k=4 (\d+)%", head(falls, "P3")["brief"])
     assert rates and sorted(map(int, rates.groups())) == list(map(int, rates.groups())), head(falls, "P3")["brief"]
-    assert re.fullmatch(r"local law \(gpt k=2, 6 runs fit\): log loss \S+ at L, \S+ at 8L; accuracy "
+    assert re.fullmatch(r"local law \(gpt k=2, 40 runs fit\): log loss \S+ at L, \S+ at 8L; accuracy "
                         r"\d+% to \d+%", head(t, "T2")["brief"]), head(t, "T2")["brief"]
     from sparselen.calibration.tables import language_tables
 

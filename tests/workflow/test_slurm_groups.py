@@ -96,7 +96,7 @@ def test_every_paper_submission_fits_the_profiles_node(tmp_path):
     # worker each on a core; the SFA runs (CPU) for their threads
     stacks = [s for s in subs if "_stack" in s["name"]]
     sfa_threads = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())["theory"]["sfa_threads"]
-    assert len(stacks) == 225 and {s["cpus"] for s in stacks} == {4} and {s["cpus"] for s in sfa} == {sfa_threads}
+    assert len(stacks) == 411 and {s["cpus"] for s in stacks} == {4} and {s["cpus"] for s in sfa} == {sfa_threads}
 
 
 def test_jobs_sharing_a_gpu_ask_for_their_threads(tmp_path):
