@@ -81,6 +81,12 @@ def load(path: Path = FILE) -> dict:
     return json.loads(Path(path).read_text())
 
 
+def _changed(before: dict, after: dict) -> list[str]:
+    """"NAME old -> new" for every constant that differs between two tables of them."""
+    return [f"{k} {before.get(k)} -> {after.get(k)}" for k in sorted(set(before) | set(after))
+            if before.get(k) != after.get(k)]
+
+
 def differences(registered: dict, now: dict) -> list[str]:
     """Where ``now`` departs from ``registered``, one phrase each (empty: as registered)."""
     out = []
@@ -91,20 +97,12 @@ def differences(registered: dict, now: dict) -> list[str]:
             out.append(f"{cid} {'added' if a is None else 'removed'}")
             continue
         changed = [k for k in ("statement", "criterion", "unit", "statistic", "stability_rule") if a.get(k) != b.get(k)]
-        changed += [f"{k} {a['constants'].get(k)} -> {b['constants'].get(k)}"
-                    for k in sorted(set(a["constants"]) | set(b["constants"]))
-                    if a["constants"].get(k) != b["constants"].get(k)]
+        changed += _changed(a["constants"], b["constants"])
         if changed:
             out.append(f"{cid}: {', '.join(changed)}")
-    gates = [f"{k} {reg['verdicts'].get(k)} -> {cur['verdicts'].get(k)}"
-             for k in sorted(set(reg["verdicts"]) | set(cur["verdicts"])) if reg["verdicts"].get(k) != cur["verdicts"].get(k)]
-    if gates:
-        out.append("verdict machinery: " + ", ".join(gates))
-    bets = [f"{k} {reg.get('betting', {}).get(k)} -> {cur.get('betting', {}).get(k)}"
-            for k in sorted(set(reg.get("betting", {})) | set(cur.get("betting", {})))
-            if reg.get("betting", {}).get(k) != cur.get("betting", {}).get(k)]
-    if bets:
-        out.append("bounds by betting: " + ", ".join(bets))
+    for name, part in (("verdict machinery", "verdicts"), ("bounds by betting", "betting")):
+        if changed := _changed(reg.get(part, {}), cur.get(part, {})):
+            out.append(f"{name}: " + ", ".join(changed))
     if reg["code"] != cur["code"] and not out:
         out.append("the code that computes the verdicts (same words and numbers)")
     return out

@@ -27,6 +27,7 @@ import numpy as np
 from scipy import stats
 
 from sparselen.statistics import betting
+from sparselen.statistics.stats import ACCURACY, CORRELATION
 from sparselen.statistics.verdicts import FIT, MIN_FITTED_RUNS
 
 TARGET = 0.80  # the power a config needs at the effect it is sized at to decide a claim
@@ -83,8 +84,6 @@ SHORT_BASES = {"measured": "", "assumed effect": "assumed effect", "other statis
 # The effects and spreads each claim is sized at (configs/README.md, "Seed power", states each).
 PARITY_K3 = "parity K_train = 3, 2 layers of width 64, 6 seeds of 8,000 steps"
 POINTER_COPY = "pointer_copy, 16 seeds, scored before the end token; the paper's effect ppc = coupled"
-CORRELATION = (-1.0, 1.0)
-ACCURACY = (0.0, 1.0)
 SPREADS = {
     "P1": Spread("P1", "rho of the kept margin against k_test (measured on the rank of accuracy)", -0.64, 0.80, 0.0,
                  False, "the rank of raw accuracy, " + PARITY_K3, basis="other statistic", bounds=CORRELATION),
