@@ -19,7 +19,7 @@ def test_the_code_decides_as_registered():
         reg.differences(registered, now) + reg.design_differences(registered, now))
     assert set(registered["criteria"]["claims"]) == {"P1", "P2", "P3", "C1", "C2", "L1", "L2", "T1", "T2"}
     sizes = registered["design"]["sizes"]
-    assert sizes["parity"]["seeds"] == 277 and sizes["theory"]["sfa_seeds"] == 24
+    assert sizes["parity"]["seeds"] == 277 and sizes["theory"]["sfa_seeds"] == 32
     assert registered["design"]["stopping"] == reg.STOPPING
 
 
