@@ -31,6 +31,7 @@ for name in sparselen.interface.config.SLICES:
         include: f"workflow/rules/{name}.smk"
 
 
+include: "workflow/rules/rounds.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -19,6 +19,14 @@ Configs can run in separate processes, each with ``--csv``, and be written toget
     .venv/bin/python benchmarks/calibration.py --no-effect --configs paper.yaml --csv paper.csv
     .venv/bin/python benchmarks/calibration.py --tables-from *.csv --write sparselen/calibration/false_holds.json
 
+``--rounds SIZE MAX`` calibrates seeds in rounds (``sparselen.calibration.sequential``): the
+slice of each claim run (parity, PPC or theory; by default the claims of those slices) trains
+SIZE seeds a round, at most MAX rounds, the claim decided after each and stopped at the first
+decided round; a table per claim gives the false "holds" (with their one-sided 95% upper bound)
+or the power, the mean seeds per seed list and rounds, and the cap:
+
+    .venv/bin/python benchmarks/calibration.py --claims C1 --configs config.yaml --rounds 5 4 --csv c1.csv
+
 Each rate is printed with its Monte Carlo standard error (at 0 or 1: 3/R, the 95% one-sided
 bound). Draws where the claim is false are cheap (the stability check runs only on a decided
 "holds"); where it is true, every decided verdict is checked for stability, about 15-30 s a draw
@@ -36,8 +44,11 @@ from pathlib import Path
 import pandas as pd
 
 from sparselen.calibration import CERTIFYING, FALSE, KINDS, false_holds, monte_carlo_error, run, sizes_of
+from sparselen.calibration.sequential import rounded_slice, run_rounds
 from sparselen.calibration.thresholds import catalog
 from sparselen.interface.config import load
+from sparselen.interface.rounds import ROUNDED_SLICES, Rounds
+from sparselen.report import claims as cl
 from sparselen.statistics.rates import upper_bound
 from sparselen.statistics.stats import Resampling
 
@@ -102,6 +113,38 @@ def certifying_table(rows: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
+def rounds_table(rows: pd.DataFrame) -> str:
+    """Seeds in rounds: one markdown table per claim, a row per scenario and config."""
+    out = []
+    for claim, g in rows.groupby("claim", sort=False):
+        out += [f"**{claim}**, {g['round size'].iloc[0]} seeds a round, at most {g['max rounds'].iloc[0]} rounds", "",
+                "| scenario | truth | config | false holds or power | expected seeds | max seeds | mean rounds |",
+                "| --- | --- | --- | --- | --- | --- | --- |"]
+        for r in g.to_dict("records"):
+            n = int(r["replicates"])
+            rate = (f"false holds {bounded(round(r['holds'] * n), n)}" if r["truth"] == FALSE
+                    else f"power {cell(r['holds'], n)}")
+            out.append(f"| {r['scenario']} | {r['truth']} | {r['config']} | {rate} | {r['expected seeds']:.1f} | "
+                       f"{r['max seeds']} | {r['mean rounds']:.2f} |")
+        out.append("")
+    return "\n".join(out)
+
+
+def claims_in_rounds(ap, claims: list | None) -> list:
+    """The claims ``--rounds`` runs: ``claims``, each of a slice whose seeds train in rounds (by
+    default every claim of those slices)."""
+    if claims is None:
+        return [c.id for c in cl.CLAIMS if c.slice in ROUNDED_SLICES]
+    for c in claims:
+        try:
+            rounded_slice(c)
+        except StopIteration:
+            ap.error(f"--rounds: no claim {c}")
+        except ValueError as e:
+            ap.error(f"--rounds: {e}")
+    return claims
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--replicates", type=int, default=100, help="draws per scenario where the claim is false")
@@ -119,7 +162,16 @@ def main() -> None:
                     help="the scenarios' kinds: developed-on (the criteria's counterexamples), certifying (the nulls "
                          "at the thresholds)")
     ap.add_argument("--no-stability", action="store_true", help="the intervals alone, without the stability rule")
+    ap.add_argument("--rounds", nargs=2, type=int, default=None, metavar=("SIZE", "MAX"),
+                    help="seeds in rounds: SIZE seeds a round, at most MAX rounds, each claim stopped at its first "
+                         "decided round (parity, PPC and theory claims)")
     a = ap.parse_args()
+    if a.rounds:
+        if a.write or a.tables_from:
+            ap.error("--rounds prints and --csv writes its own table: without --write or --tables-from")
+        if min(a.rounds) < 1:
+            ap.error("--rounds SIZE MAX: both at least 1")
+        a.claims = claims_in_rounds(ap, a.claims)
     if a.write and not (a.no_effect or a.tables_from):
         ap.error("--write records the scenarios where the claim is false: add --no-effect")
     if a.tables_from:
@@ -145,14 +197,21 @@ def main() -> None:
         for sc in [s for s in catalog(a.claims, a.kinds) if not a.no_effect or s.truth == FALSE]:
             start = time.time()
             reps = a.replicates if sc.truth == FALSE else a.power_replicates
-            rows.append(run(sc, sizes, reps, res, a.seed, stability=not a.no_stability)
-                        | {"seconds": round(time.time() - start, 1)})
-            print(f"{name} {sc.claim} {sc.truth}: holds {rows[-1]['holds']:.0%} (intervals alone "
-                  f"{rows[-1]['holds_interval']:.0%}), does not hold {rows[-1]['does not hold']:.0%} of {reps} "
-                  f"({rows[-1]['seconds']} s): {sc.name}", flush=True)
+            if a.rounds:
+                row = run_rounds(sc, sizes, Rounds(*a.rounds), reps, res, a.seed)
+                said = f"{row['expected seeds']:.1f} seeds of {row['max seeds']}"
+            else:
+                row = run(sc, sizes, reps, res, a.seed, stability=not a.no_stability)
+                said = f"intervals alone {row['holds_interval']:.0%}"
+            rows.append(row | {"seconds": round(time.time() - start, 1)})
+            print(f"{name} {sc.claim} {sc.truth}: holds {row['holds']:.0%}, does not hold {row['does not hold']:.0%} "
+                  f"of {reps}, {said} ({rows[-1]['seconds']} s): {sc.name}", flush=True)
             if a.csv:
                 pd.DataFrame(rows).to_csv(a.csv, index=False)
     print()
+    if a.rounds:
+        print(rounds_table(pd.DataFrame(rows)))
+        return
     print(table(pd.DataFrame(rows)))
     print(certifying_table(pd.DataFrame(rows)))
     if a.write:

@@ -26,14 +26,20 @@ def cpu_profile_file(choice: str) -> str | None:
 def estimate(args) -> int:
     """Exit status 1 when a job cannot succeed as configured (over its device's memory, or no
     attempt finishes it): the tables are printed first, the errors last, on stderr."""
-    from sparselen.estimate import profiles, tables
+    from functools import partial
+
+    from sparselen.estimate import profiles, rounds, tables
     from sparselen.estimate.dag import workflow_jobs
     from sparselen.estimate.plan import plan
     from sparselen.interface.config import load
     from sparselen.runtime import io
 
-    cfg = load(args.configfile)
-    jobs = plan(cfg, workflow_jobs(args.configfile))
+    given = load(args.configfile)
+    if rounds.rounded(given):  # the tables price every round (the cap): a dry run cannot see past a decision
+        cfg = rounds.at_cap(given)
+        jobs = rounds.plan_of(cfg)
+    else:
+        cfg, jobs = given, plan(given, workflow_jobs(args.configfile))
     if args.calibrate:
         from sparselen.estimate.calibrate import calibrate
 
@@ -49,6 +55,10 @@ def estimate(args) -> int:
     out = tables.report(cfg, jobs, gpu, cpu, args.retries,
                         dp_efficiency=args.dp_efficiency or tables.DP_EFFICIENCY,
                         gpus_available=tuple(args.gpus_available), cores=args.cores)
+    if rounds.rounded(given):  # seeds in rounds: what they are likely to cost, and at most
+        rounds.report(given, partial(rounds.price, gpu=gpu, cpu=cpu, retries=args.retries,
+                                   dp_efficiency=args.dp_efficiency, gpus_available=tuple(args.gpus_available),
+                                   cores=args.cores))
     if args.jobs_csv:
         io.write_csv(out["jobs"], args.jobs_csv)
     if args.compare:

@@ -87,6 +87,13 @@ def claim_of(claim_id: str):
     return next(c for c in cl.CLAIMS if c.id == claim_id)
 
 
+def decide(claim, data: dict, facts: dict, resampling: Resampling) -> str:
+    """The claim's verdict on ``data`` by its intervals alone: HOLDS, FAILS or INCONCLUSIVE."""
+    settings = Settings(resampling.n_boot, resampling.seed, resampling.level, facts.get(claim.slice, {}))
+    verdict = combine(claim.test(data[claim.slice], settings)).verdict
+    return verdict if verdict in (HOLDS, FAILS) else INCONCLUSIVE
+
+
 def verdicts(scenario: Scenario, sizes: Sizes, rng: np.random.Generator, resampling: Resampling,
              stability: bool = True) -> tuple[str, str]:
     """(decided, final) on one draw of ``scenario``: the verdict of the intervals alone, and the
@@ -95,10 +102,7 @@ def verdicts(scenario: Scenario, sizes: Sizes, rng: np.random.Generator, resampl
     decided)."""
     claim = claim_of(scenario.claim)
     data, facts = scenario.draw(sizes, rng)
-    settings = Settings(resampling.n_boot, resampling.seed, resampling.level, facts.get(claim.slice, {}))
-    decided = combine(claim.test(data[claim.slice], settings)).verdict
-    if decided not in (HOLDS, FAILS):
-        decided = INCONCLUSIVE
+    decided = decide(claim, data, facts, resampling)
     if stability and (decided == HOLDS or (decided == FAILS and scenario.truth == TRUE)):
         t = cl.check(data, resampling, facts, claims=[claim])
         return decided, t[t["group"] == "all"]["verdict"].iloc[0]
@@ -113,12 +117,18 @@ def false_holds_limit(replicates: int, rate: float = MAX_FALSE_HOLDS, alpha: flo
     return int(binom.ppf(1 - alpha, replicates, rate))
 
 
+def rng_of(scenario: Scenario, sizes: Sizes, seed: int) -> np.random.Generator:
+    """The draws of ``scenario`` at config ``sizes``: seeded by ``seed``, the claim, the scenario
+    and the config's name only."""
+    return np.random.default_rng([seed, *map(ord, f"{scenario.claim}/{scenario.name}/{sizes.config}")])
+
+
 def run(scenario: Scenario, sizes: Sizes, replicates: int, resampling: Resampling, seed: int = 0,
         stop_above: int | None = None, stability: bool = True) -> dict:
     """The verdicts of ``replicates`` draws (``stop_above``: stop once this many false "holds"
     are counted) and their rates; ``holds_interval``, the share of "holds" by the intervals alone
     (without the stability rule: every rate is then of the intervals alone)."""
-    rng = np.random.default_rng([seed, *map(ord, f"{scenario.claim}/{scenario.name}/{sizes.config}")])
+    rng = rng_of(scenario, sizes, seed)
     decided, final = [], []
     for _ in range(replicates):
         d, f = verdicts(scenario, sizes, rng, resampling, stability)

@@ -19,7 +19,8 @@ time limit from its prediction when the workflow is read, ``disk`` the trained m
 files and checkpoints. ``timeline`` turns the jobs into
 ``schedule``'s tasks (SLURM submissions, or a local run's jobs) for the critical chain and a
 wall clock that follows the DAG; ``display`` prints durations as h:mm without empty columns;
-``next_step`` writes the closing line.
+``next_step`` writes the closing line; ``rounds`` prices a config whose slices train their seeds in
+rounds: each round's hours, the chance it runs from the claims' power, the expected and the most.
 
 The estimate layer. May import: ``report``, ``jobs``, the four slices (their ``cost.py``) and
 every layer below them; never ``calibration`` or ``cli``.

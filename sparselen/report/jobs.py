@@ -17,6 +17,7 @@ from sparselen.report import hyperparams as hp
 from sparselen.report import ledger as ledgers
 from sparselen.report import registration
 from sparselen.report import render as renderer
+from sparselen.report import rounds as rounds_
 from sparselen.runtime import io
 from sparselen.runtime.provenance import provenance
 from sparselen.statistics.stats import Resampling
@@ -40,6 +41,7 @@ def claims(job) -> pd.DataFrame:
     table = cl.check(data, Resampling(n_boot=r["bootstrap"], seed=r["seed"], level=r["level"]), p.facts,
                      designs=decides.deciders(found), gaps=p.gaps, rates=p.rates)
     io.write_text(job.output.decides, "\n".join(decides.matrix(found)) + "\n")
+    table["rounds"] = table["claim"].map(rounds_taken(getattr(i, "rounds", []), p.caps)).fillna("")
     table["criteria"] = p.criteria
     table["registration"] = registration.report_line(i.registration)
     io.write_csv(table, job.output.csv)
@@ -51,6 +53,35 @@ def claims(job) -> pd.DataFrame:
     for h in table[table["group"] == "all"].itertuples():
         log.info("claim %s: %s", h.claim, h.state)
     return table
+
+
+def rounds_taken(files, caps: dict) -> dict[str, str]:
+    """Per claim of a slice in rounds, how many rounds it took and why it stopped, from the
+    slice's decision files (``caps``: slice -> rounds.max)."""
+    by_slice = {}
+    for d in sorted((rounds_.read(f) for f in files), key=lambda d: d["round"]):
+        by_slice.setdefault(d["slice"], []).append(d)
+    return {cid: text for name, ds in by_slice.items() for cid, text in rounds_.summary(ds, caps[name]).items()}
+
+
+def rounds(job) -> None:
+    """One round's decision of a slice (wildcards ``slice``, ``round``): its claims decided on the
+    per-run tables of the runs so far (inputs named as its claims module READS); params facts,
+    gaps (with seeds to spare), seeds (through this round, per seed list) and report (resampling)."""
+    name, p = job.wildcards.slice, job.params
+    r = p.report
+    tables = {t: read_tables(getattr(job.input, t)) for t in cl.slice_claims(name).READS}
+    decision = rounds_.decide(name, int(job.wildcards.round), tables,
+                              Resampling(n_boot=r["bootstrap"], seed=r["seed"], level=r["level"]), p.facts, p.gaps,
+                              p.seeds)
+    rounds_.write(job.output.decision, decision)
+    for cid, c in decision["claims"].items():
+        log.info("round %s, claim %s: %s", job.wildcards.round, cid, c["verdict"])
+
+
+def rounds_cap(job) -> None:
+    """The cap a rounded slice's tables were made under (wildcards ``slice``, ``max``)."""
+    io.write_json(Path(job.output.cap), {"slice": job.wildcards.slice, "max": int(job.wildcards.max)})
 
 
 def hyperparams(job) -> None:

@@ -187,6 +187,8 @@ def details_section(claims: pd.DataFrame) -> list[str]:
                          f"({h.resampled}){overturned}.")
         elif groups["tested"].astype(bool).any() and h.resampled == NOT_NEEDED:
             notes.append(f"Stability: {h.resampled}.")
+        if _text(getattr(h, "rounds", "")):
+            notes.append(f"Rounds: {h.rounds}.")
         if _text(h.resolve) and h.verdict != HOLDS:
             notes.append(f"To resolve: {h.resolve}.")
         lines += ([" ".join(notes), ""] if notes else []) + ["</details>", ""]

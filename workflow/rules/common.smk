@@ -11,6 +11,7 @@ from snakemake.utils import validate
 import sparselen.estimate.limits
 import sparselen.estimate.packing
 import sparselen.interface.config
+import sparselen.interface.rounds
 import sparselen.jobs.checks
 import sparselen.report.claims
 import sparselen.report.decides
@@ -69,6 +70,46 @@ def training_seeds(section):
 # slice's claims module declares (sparselen/<slice>/claims.py READS), and the report lists the
 # provenance of every file here.
 RUN_TABLES = {}
+# Per slice whose seeds come in rounds (sparselen/interface/rounds.py): its runs, each with its
+# seed list, seed, wildcards and per-run tables (workflow/rules/rounds.smk reads them).
+ROUND_RUNS = {}
+
+
+def run_tables(name, runs, tables):
+    """A slice's per-run tables by name (its RUN_TABLES entry): ``runs`` its runs as (directory,
+    the seed list the run's seed is of, the seed, the run's wildcards), ``tables`` table name ->
+    file pattern on {run}. Without rounds, every run's files; with ``<name>.rounds``, an input
+    function of the runs the rounds trained (``rounded_runs``)."""
+    entries = [
+        SimpleNamespace(
+            seeds=seeds,
+            seed=seed,
+            wildcards=wildcards,
+            files={t: pattern.format(run=run) for t, pattern in tables.items()},
+        )
+        for run, seeds, seed, wildcards in runs
+    ]
+    if sparselen.interface.rounds.of(config[name]) is None:
+        return {t: [e.files[t] for e in entries] for t in tables}
+    ROUND_RUNS[name] = entries
+    return {t: rounded_files(name, t) for t in tables}
+
+
+def round_cap(name):
+    """The file of the cap a rounded slice's tables are made under (rule report_rounds_cap), or
+    none without rounds."""
+    rounds = sparselen.interface.rounds.of(config[name])
+    return [f"results/rounds/{name}/cap{rounds.max}.json"] if rounds else []
+
+
+def rounded_files(name, table):
+    """Input function: the files ``table`` of every run the slice's rounds trained
+    (workflow/rules/rounds.smk)."""
+
+    def files(wildcards):
+        return [e.files[table] for e in rounded_runs(name, last_round(name))]
+
+    return files
 
 
 def train_outputs(run):
@@ -349,7 +390,7 @@ def claims_inputs(wildcards):
     """Per slice that runs, the per-run tables its claims read (its claims module's READS), as
     input `<slice>_<table>` (files `all` builds anyway: no extra jobs)."""
     tables = {
-        f"{name}_{table}": RUN_TABLES[name][table]
+        f"{name}_{table}": files_of(RUN_TABLES[name][table], wildcards)
         for name in REPORT_SLICES
         for table in sparselen.report.claims.slice_claims(name).READS
     }
@@ -357,7 +398,13 @@ def claims_inputs(wildcards):
         **tables,
         "shipped": SHIPPED_CONFIGS,
         "registration": str(sparselen.report.registration.FILE),
+        "rounds": final_decisions(),
     }
+
+
+def files_of(files, wildcards):
+    """A RUN_TABLES entry's files: the list, or what its input function gives."""
+    return files(wildcards) if callable(files) else files
 
 
 def claims_facts():
@@ -435,7 +482,7 @@ def run_files(wildcards):
         f
         for name in REPORT_SLICES
         for files in RUN_TABLES[name].values()
-        for f in files
+        for f in files_of(files, wildcards)
     ]
 
 

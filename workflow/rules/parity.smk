@@ -4,8 +4,12 @@
 PARITY = config["parity"]
 PARITY_DIR = "results/parity"
 PARITY_RUN = f"{PARITY_DIR}/K{{K_train}}/seed{{seed}}"
-PARITY_RUNS = expand(PARITY_RUN, K_train=PARITY["K_train"], seed=training_seeds(PARITY))
-RUN_TABLES["parity"] = {"evals": expand("{run}/eval.csv", run=PARITY_RUNS)}
+PARITY_RUNS = [
+    (PARITY_RUN.format(K_train=K, seed=seed), PARITY["seeds"], seed, {"K_train": K})
+    for K in PARITY["K_train"]
+    for seed in training_seeds(PARITY)
+]
+RUN_TABLES["parity"] = run_tables("parity", PARITY_RUNS, {"evals": "{run}/eval.csv"})
 
 
 rule parity_eval_data:
@@ -130,6 +134,7 @@ for eval_rule in stack_rules(
 rule parity_table:
     input:
         evals=RUN_TABLES["parity"]["evals"],
+        cap=round_cap("parity"),
     output:
         csv=f"{PARITY_DIR}/table.csv",
         md=f"{PARITY_DIR}/table.md",
@@ -181,5 +186,6 @@ rule parity_figure:
 
 rule fig_parity:
     input:
+        round_cap("parity"),
         rules.parity_figure.output,
         rules.parity_table.output,

@@ -10,13 +10,18 @@ PPC = config["ppc"]
 PPC_DIR = "results/ppc"
 PPC_RUN = f"{PPC_DIR}/{{task}}/{{run}}/seed{{seed}}"
 PPC_RUNS = [
-    PPC_RUN.format(task=task, run=run, seed=seed)
+    (
+        PPC_RUN.format(task=task, run=run, seed=seed),
+        sparselen.ppc.runs.task_seeds(PPC, task),
+        seed,
+        {"task": task, "run": run},
+    )
     for task in PPC["tasks"]
     for run in sparselen.ppc.runs.task_schemes(PPC, task)
     for seed in training_seeds({"seeds": sparselen.ppc.runs.task_seeds(PPC, task)})
 ]
 
-RUN_TABLES["ppc"] = {"evals": expand("{run}/eval.csv", run=PPC_RUNS)}
+RUN_TABLES["ppc"] = run_tables("ppc", PPC_RUNS, {"evals": "{run}/eval.csv"})
 
 
 wildcard_constraints:
@@ -156,6 +161,7 @@ for eval_rule in stack_rules(
 rule ppc_table:
     input:
         evals=RUN_TABLES["ppc"]["evals"],
+        cap=round_cap("ppc"),
     output:
         csv=f"{PPC_DIR}/table.csv",
         md=f"{PPC_DIR}/table.md",
@@ -209,5 +215,6 @@ rule ppc_figure:
 
 rule fig_ppc:
     input:
+        round_cap("ppc"),
         rules.ppc_figure.output,
         rules.ppc_table.output,

@@ -29,6 +29,7 @@ rule report_claims:
         rates=claims_error_rates(),
         report=REPORT,
         criteria=CLAIMS_SOURCES,
+        caps={name: rounds.max for name, rounds in ROUNDS.items()},
     script:
         JOB
 
@@ -56,6 +57,7 @@ rule report_hyperparams:
 rule report_ledger:
     input:
         slice_outputs,
+        round_decisions,
     output:
         per_rule="results/report/ledger_rules.csv",
         per_figure="results/report/ledger_figures.csv",

@@ -1,0 +1,73 @@
+"""Seeds in rounds: a slice whose config section has ``rounds: {size, max}`` trains its seed
+list ``size`` seeds at a time, in the list's order, for at most ``max`` rounds; after each round
+every claim that reads the slice is decided on the seeds so far, and the next round trains only
+what an undecided claim reads (``sparselen.report.rounds``). Without ``rounds`` every seed is
+one round. Raising ``max`` (and the seed list with it) only adds rounds: a round's seeds are
+fixed by its position in the list.
+
+The bounds by betting the claims decide on are valid at every number of seeds at once
+(``sparselen.statistics.betting``), so stopping at the first round that decides keeps their
+error rates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ROUNDED_SLICES = ("parity", "ppc")  # the slices whose seeds may come in rounds
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """``size`` seeds a round, at most ``max`` rounds."""
+
+    size: int
+    max: int
+
+    def seeds(self, seeds: list, r: int) -> list:
+        """The seeds of round ``r`` (0-based) of the slice's list ``seeds``."""
+        return list(seeds[r * self.size:(r + 1) * self.size])
+
+    def through(self, seeds: list, r: int) -> list:
+        """The seeds of rounds 0..``r``."""
+        return list(seeds[:(r + 1) * self.size])
+
+    def cap(self, seeds: list) -> list:
+        """Every seed the slice may train: those of its ``max`` rounds."""
+        return self.through(seeds, self.max - 1)
+
+
+def of(section: dict) -> Rounds | None:
+    """A slice section's rounds (None: every seed in one round)."""
+    spec = section.get("rounds")
+    return Rounds(int(spec["size"]), int(spec["max"])) if spec else None
+
+
+def errors(name: str, section: dict, seed_lists: dict[str, list]) -> list[str]:
+    """What is wrong with ``<name>.rounds`` given the slice's seed lists (``seed_lists``: where
+    each list is set, e.g. ``ppc.seeds`` or ``ppc.copy_repeat.seeds`` -> the list): each list
+    holds every round's seeds, and a round is whole stacks."""
+    rounds = of(section)
+    if rounds is None:
+        return []
+    out = []
+    for where, seeds in seed_lists.items():
+        if len(seeds) < rounds.size * rounds.max:
+            out.append(f"{name}.rounds = {{size: {rounds.size}, max: {rounds.max}}} needs {rounds.size * rounds.max} "
+                       f"seeds, but {where} lists {len(seeds)}: list more seeds or lower rounds.max")
+    stack = int(section.get("stack", 1))
+    if rounds.size % stack:
+        out.append(f"{name}.rounds.size = {rounds.size} is not a multiple of {name}.stack = {stack}: a round must be "
+                   "whole stacks (a stack's seeds train as one job)")
+    return out
+
+
+
+def with_seeds(section: dict, n: int) -> dict:
+    """``section`` with each of its seed lists (its own, a PPC task's) as ``n`` seeds: what its
+    design would be with seeds to spare (``sparselen.report.rounds``: a claim that no number of
+    seeds lets the design decide is settled at once)."""
+    out = {**section, "seeds": list(range(n))}
+    for key, value in section.items():
+        if isinstance(value, dict) and isinstance(value.get("seeds"), list):
+            out[key] = {**value, "seeds": list(range(n))}
+    return out

@@ -1,0 +1,73 @@
+"""Seeds in rounds without the workflow: a round's seeds, the config's checks, a round's decision
+on generated tables, and how the report words the rounds a claim took."""
+
+import pytest
+
+from sparselen.calibration.tables import ppc_runs
+from sparselen.interface import rounds
+from sparselen.jobs.checks import semantic_errors
+from sparselen.ppc import claims as ppc_claims
+from sparselen.report import rounds as decisions
+from sparselen.statistics.stats import Resampling
+
+RES = Resampling(n_boot=200, seed=0, level=0.95)
+
+
+def test_a_rounds_seeds_are_fixed_by_their_place_in_the_list():
+    r = rounds.Rounds(size=3, max=2)
+    seeds = [10, 11, 12, 13, 14, 15, 16]
+    assert r.seeds(seeds, 0) == [10, 11, 12] and r.seeds(seeds, 1) == [13, 14, 15]
+    assert r.through(seeds, 1) == r.cap(seeds) == [10, 11, 12, 13, 14, 15]
+    assert rounds.Rounds(size=3, max=3).seeds(seeds, 1) == r.seeds(seeds, 1)  # a raised cap only adds rounds
+    assert rounds.of({"seeds": seeds}) is None
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"seeds": [0, 1, 2], "rounds": {"size": 2, "max": 2}},
+     "ppc.rounds = {size: 2, max: 2} needs 4 seeds, but ppc.seeds lists 3"),
+    ({"seeds": [0, 1, 2, 3], "stack": 3, "rounds": {"size": 2, "max": 2}},
+     "ppc.rounds.size = 2 is not a multiple of ppc.stack = 3"),
+    ({"seeds": [0, 1, 2, 3], "copy_repeat": {"seeds": [0, 1]}, "rounds": {"size": 2, "max": 2}},
+     "but ppc.copy_repeat.seeds lists 2"),
+])
+def test_rounds_the_seed_lists_cannot_hold_are_named_before_any_job(section, message):
+    from sparselen.jobs.checks import seed_lists
+
+    errors = rounds.errors("ppc", section, seed_lists("ppc", section))
+    assert any(message in e for e in errors), errors
+
+
+def test_the_config_check_runs_the_rounds_check():
+    from conftest import smoke_config
+
+    cfg = smoke_config()
+    cfg["parity"] = {**cfg["parity"], "rounds": {"size": 2, "max": 3}}
+    assert any("parity.rounds = {size: 2, max: 3} needs 6 seeds" in e for e in semantic_errors(cfg))
+
+
+TASK = {"train_sizes": [2, 10], "eval_sizes": [5, 10, 40]}
+FACTS = ppc_claims.facts({"tasks": ["copy_repeat"], "copy_repeat": TASK})
+
+
+def tables(coupled: float, seeds: int) -> dict:
+    def acc(task, scheme, size):
+        return 0.99 if size <= 10 else coupled if scheme == "coupled" else 0.0
+
+    return {"evals": ppc_runs(acc, tasks=("copy_repeat",), schemes=("nope", "coupled"), seeds=tuple(range(seeds)),
+                              sd=0, sizes=(2, 10, 40))}
+
+
+def test_a_round_decides_each_claim_and_keeps_the_open_ones_open():
+    """coupled generalizes on every seed: C1 holds at 10 seeds and is decided; at 2 seeds its bound
+    cannot hold yet and C1 stays open; C2 has no task of its kind and is settled at once."""
+    gaps = {"C1": "", "C2": "no task of the kind the claim is decided on"}
+    early = decisions.decide("ppc", 0, tables(1.0, 2), RES, FACTS, gaps, {"ppc.seeds": [0, 1]})
+    assert early["open"] == ["C1"] and early["claims"]["C2"]["decided"]
+    assert decisions.due(early, cap=3) and not decisions.due(early, cap=1)
+    later = decisions.decide("ppc", 1, tables(1.0, 10), RES, FACTS, gaps, {"ppc.seeds": list(range(10))})
+    assert later["open"] == [] and later["claims"]["C1"]["verdict"] == "holds"
+    assert not decisions.due(later, cap=3)
+    said = decisions.summary([early, later], cap=3)
+    assert said["C1"] == "decided in round 2 of at most 3 (10 seeds): holds"
+    assert said["C2"].startswith("decided in round 1 of at most 3 (2 seeds): not decidable")
+    assert decisions.summary([early], cap=1)["C1"].startswith("undecided after 1 rounds, the cap (2 seeds)")
