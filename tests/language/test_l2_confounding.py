@@ -16,7 +16,7 @@ from sparselen.statistics.verdicts import FAILS, HOLDS, Settings, combine
 
 SETTINGS = Settings(400, 1, 0.95, {"sparse_share": 0.9, "min_benefit": 0.5})
 DECIDABLE = {"seeds": 30, "docs": 100, "per_doc": 6}
-DRAWS = 5
+DRAWS = 4
 
 
 def verdicts(draws: int, sizes: dict = DECIDABLE, **truth) -> list[str]:

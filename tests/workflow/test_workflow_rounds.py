@@ -8,7 +8,9 @@ import json
 import pandas as pd
 import pytest
 import yaml
-from conftest import DEFAULT_CONFIG, SMOKE_CONFIG, dry_run_jobs, snakemake
+from conftest import dry_run_jobs, smoke_config, snakemake
+
+from sparselen.interface.config import SLICES
 
 pytestmark = pytest.mark.xdist_group("rounds")
 
@@ -23,10 +25,13 @@ def ppc_section(max_rounds: int) -> dict:
                     "eval": {"seed": 7, "n": 8, "batch_size": 8}}}
 
 
-def configs(tmp_path, max_rounds: int) -> tuple:
+def configs(tmp_path, max_rounds: int):
+    """One complete config: the smoke config with the PPC slice alone (the report then needs no
+    other slice's runs)."""
+    cfg = {k: v for k, v in smoke_config().items() if k not in SLICES} | ppc_section(max_rounds)
     path = tmp_path / f"rounds{max_rounds}.yaml"
-    path.write_text(yaml.safe_dump(ppc_section(max_rounds)))
-    return DEFAULT_CONFIG, SMOKE_CONFIG, path
+    path.write_text(yaml.safe_dump(cfg))
+    return path
 
 
 def decision(workdir, r: int) -> dict:
