@@ -31,10 +31,6 @@ class Rounds:
         """The seeds of rounds 0..``r``."""
         return list(seeds[:(r + 1) * self.size])
 
-    def cap(self, seeds: list) -> list:
-        """Every seed the slice may train: those of its ``max`` rounds."""
-        return self.through(seeds, self.max - 1)
-
 
 def of(section: dict) -> Rounds | None:
     """A slice section's rounds (None: every seed in one round)."""
