@@ -57,13 +57,22 @@ def errors(name: str, section: dict, seed_lists: dict[str, list]) -> list[str]:
     return out
 
 
+def seed_lists(name: str, section: dict) -> dict[str, list]:
+    """Where each of a slice's seed lists is set (``<name>.seeds``, and a PPC task's own) -> the list."""
+    lists = {f"{name}.seeds": section["seeds"]}
+    for key, value in section.items():
+        if isinstance(value, dict) and isinstance(value.get("seeds"), list):
+            lists[f"{name}.{key}.seeds"] = value["seeds"]
+    return lists
+
 
 def with_seeds(section: dict, n: int) -> dict:
     """``section`` with each of its seed lists (its own, a PPC task's) as ``n`` seeds: what its
     design would be with seeds to spare (``sparselen.report.rounds``: a claim that no number of
     seeds lets the design decide is settled at once)."""
     out = {**section, "seeds": list(range(n))}
-    for key, value in section.items():
-        if isinstance(value, dict) and isinstance(value.get("seeds"), list):
-            out[key] = {**value, "seeds": list(range(n))}
+    for where in seed_lists("", section):
+        key = where.split(".")[1]
+        if key != "seeds":
+            out[key] = {**section[key], "seeds": list(range(n))}
     return out

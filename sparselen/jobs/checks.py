@@ -28,17 +28,8 @@ def semantic_errors(config: dict) -> list[str]:
             out.extend(importlib.import_module(f"sparselen.{name}.checks").config_errors(config[name]))
     for name in rounds.ROUNDED_SLICES:
         if name in config:
-            out.extend(rounds.errors(name, config[name], seed_lists(name, config[name])))
+            out.extend(rounds.errors(name, config[name], rounds.seed_lists(name, config[name])))
     return out
-
-
-def seed_lists(name: str, section: dict) -> dict[str, list]:
-    """Where each of a slice's seed lists is set (``<name>.seeds``, and a PPC task's own) -> the list."""
-    lists = {f"{name}.seeds": section["seeds"]}
-    for key, value in section.items():
-        if isinstance(value, dict) and isinstance(value.get("seeds"), list):
-            lists[f"{name}.{key}.seeds"] = value["seeds"]
-    return lists
 
 
 def check(config: dict, source: str) -> None:

@@ -31,7 +31,7 @@ def test_a_rounds_seeds_are_fixed_by_their_place_in_the_list():
      "but ppc.copy_repeat.seeds lists 2"),
 ])
 def test_rounds_the_seed_lists_cannot_hold_are_named_before_any_job(section, message):
-    from sparselen.jobs.checks import seed_lists
+    from sparselen.interface.rounds import seed_lists
 
     errors = rounds.errors("ppc", section, seed_lists("ppc", section))
     assert any(message in e for e in errors), errors

@@ -528,7 +528,7 @@ def round_gaps(name):
 
 def round_seeds(name, r):
     """The seeds through round r, per seed list (recorded in the decision)."""
-    lists = sparselen.jobs.checks.seed_lists(name, config[name])
+    lists = sparselen.interface.rounds.seed_lists(name, config[name])
     return {where: ROUNDS[name].through(seeds, r) for where, seeds in lists.items()}
 
 
