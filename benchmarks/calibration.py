@@ -19,13 +19,14 @@ Configs can run in separate processes, each with ``--csv``, and be written toget
     .venv/bin/python benchmarks/calibration.py --no-effect --configs paper.yaml --csv paper.csv
     .venv/bin/python benchmarks/calibration.py --tables-from *.csv --write sparselen/calibration/false_holds.json
 
-``--rounds SIZE MAX`` calibrates seeds in rounds (``sparselen.calibration.sequential``): the
-slice of each claim run (parity, PPC or theory; by default the claims of those slices) trains
-SIZE seeds a round, at most MAX rounds, the claim decided after each and stopped at the first
-decided round; a table per claim gives the false "holds" (with their one-sided 95% upper bound)
+``--rounds`` calibrates seeds in rounds (``sparselen.calibration.sequential``): the slice of
+each claim run (parity or PPC; by default the claims of those slices) trains its seeds in the
+config's own rounds (``--rounds SIZE MAX``: SIZE seeds a round, at most MAX rounds), the claim
+decided after each and stopped at the first decided round; a table per claim gives the false "holds" (with their one-sided 95% upper bound)
 or the power, the mean seeds per seed list and rounds, and the cap:
 
-    .venv/bin/python benchmarks/calibration.py --claims C1 --configs config.yaml --rounds 5 4 --csv c1.csv
+    .venv/bin/python benchmarks/calibration.py --claims C1 --configs config.yaml --rounds --csv c1.csv
+    .venv/bin/python benchmarks/calibration.py --claims C1 --configs config.yaml --rounds 5 4
 
 Each rate is printed with its Monte Carlo standard error (at 0 or 1: 3/R, the 95% one-sided
 bound). Draws where the claim is false are cheap (the stability check runs only on a decided
@@ -43,11 +44,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from sparselen.calibration import CERTIFYING, FALSE, KINDS, false_holds, monte_carlo_error, run, sizes_of
+from sparselen.calibration import CERTIFYING, FALSE, KINDS, claim_of, false_holds, monte_carlo_error, run, sizes_of
 from sparselen.calibration.sequential import rounded_slice, run_rounds
 from sparselen.calibration.thresholds import catalog
 from sparselen.interface.config import load
-from sparselen.interface.rounds import ROUNDED_SLICES, Rounds
+from sparselen.interface.rounds import ROUNDED_SLICES, Rounds, of
 from sparselen.report import claims as cl
 from sparselen.statistics.rates import upper_bound
 from sparselen.statistics.stats import Resampling
@@ -162,15 +163,15 @@ def main() -> None:
                     help="the scenarios' kinds: developed-on (the criteria's counterexamples), certifying (the nulls "
                          "at the thresholds)")
     ap.add_argument("--no-stability", action="store_true", help="the intervals alone, without the stability rule")
-    ap.add_argument("--rounds", nargs=2, type=int, default=None, metavar=("SIZE", "MAX"),
-                    help="seeds in rounds: SIZE seeds a round, at most MAX rounds, each claim stopped at its first "
-                         "decided round (parity, PPC and theory claims)")
+    ap.add_argument("--rounds", nargs="*", type=int, default=None, metavar="SIZE MAX",
+                    help="seeds in rounds, each claim stopped at its first decided round (parity and PPC claims): "
+                         "each config's own rounds of the claim's slice, or SIZE seeds a round, at most MAX rounds")
     a = ap.parse_args()
-    if a.rounds:
+    if a.rounds is not None:
         if a.write or a.tables_from:
             ap.error("--rounds prints and --csv writes its own table: without --write or --tables-from")
-        if min(a.rounds) < 1:
-            ap.error("--rounds SIZE MAX: both at least 1")
+        if len(a.rounds) not in (0, 2) or min(a.rounds, default=1) < 1:
+            ap.error("--rounds [SIZE MAX]: none (each config's own rounds) or both, each at least 1")
         a.claims = claims_in_rounds(ap, a.claims)
     if a.write and not (a.no_effect or a.tables_from):
         ap.error("--write records the scenarios where the claim is false: add --no-effect")
@@ -197,8 +198,11 @@ def main() -> None:
         for sc in [s for s in catalog(a.claims, a.kinds) if not a.no_effect or s.truth == FALSE]:
             start = time.time()
             reps = a.replicates if sc.truth == FALSE else a.power_replicates
-            if a.rounds:
-                row = run_rounds(sc, sizes, Rounds(*a.rounds), reps, res, a.seed)
+            if a.rounds is not None:
+                rounds = Rounds(*a.rounds) if a.rounds else of(cfg[claim_of(sc.claim).slice])
+                if rounds is None:
+                    ap.error(f"--rounds: {name} trains {claim_of(sc.claim).slice}'s seeds in one round: give SIZE MAX")
+                row = run_rounds(sc, sizes, rounds, reps, res, a.seed)
                 said = f"{row['expected seeds']:.1f} seeds of {row['max seeds']}"
             else:
                 row = run(sc, sizes, reps, res, a.seed, stability=not a.no_stability)
@@ -209,7 +213,7 @@ def main() -> None:
             if a.csv:
                 pd.DataFrame(rows).to_csv(a.csv, index=False)
     print()
-    if a.rounds:
+    if a.rounds is not None:
         print(rounds_table(pd.DataFrame(rows)))
         return
     print(table(pd.DataFrame(rows)))

@@ -6,7 +6,7 @@ The bounds by betting the claims decide on are valid at every number of seeds at
 stopping should keep a claim's false "holds" at its nominal rate. A calibration at one number of
 seeds (``sparselen.calibration.run``) cannot show that: the stopping picks the seeds a verdict
 rests on. This one simulates the whole procedure. Each replicate draws the scenario's tables
-once, at the cap's seeds (``size`` x ``max`` for every seed list of the slice), and decides the
+once, at the cap's seeds (``at_cap``: every seed list of the slice), and decides the
 claim on the runs of the first one, two, ... rounds' seeds of that one draw, as the rounds would
 have trained them, each model (theory: the idealized model and the GPT) or task (PPC) by the
 ranks of its own seeds.
@@ -41,8 +41,14 @@ def rounded_slice(claim_id: str) -> str:
 
 
 def at_cap(sizes: Sizes, slice_: str, rounds: Rounds) -> Sizes:
-    """``sizes`` with every seed list of ``slice_`` at the seeds of ``rounds``' every round."""
-    return replace(sizes, **{count: rounds.size * rounds.max for count in SEED_COUNTS[slice_]})
+    """``sizes`` with every seed list of ``slice_`` at the seeds of ``rounds``' every round: the
+    config's list where it has seeds for every round and no more (its last round short), else
+    ``size`` x ``max``."""
+    def cap(listed: int) -> int:
+        full = rounds.size * rounds.max
+        return listed if rounds.size * (rounds.max - 1) < listed <= full else full
+
+    return replace(sizes, **{count: cap(getattr(sizes, count)) for count in SEED_COUNTS[slice_]})
 
 
 def first_seeds(table: pd.DataFrame, n: int, by: tuple = ()) -> pd.DataFrame:
@@ -87,6 +93,8 @@ def run_rounds(scenario: Scenario, sizes: Sizes, rounds: Rounds, replicates: int
         verdict, r = sequence(claim, data, facts, rounds, resampling)
         final.append(verdict)
         used.append(r)
+    most = getattr(cap, SEED_COUNTS[claim.slice][0])
+    seeds = [min(rounds.size * r, most) for r in used]
     n, holds = len(final), final.count(HOLDS)
     return {"claim": scenario.claim, "config": sizes.config, "scenario": scenario.name, "truth": scenario.truth,
             "kind": scenario.kind, "condition": scenario.condition, "form": scenario.form,
@@ -95,5 +103,4 @@ def run_rounds(scenario: Scenario, sizes: Sizes, rounds: Rounds, replicates: int
             "false holds": holds / n if scenario.truth == FALSE else np.nan,
             "false holds bound": upper_bound(holds, n) if scenario.truth == FALSE else np.nan,
             "power": holds / n if scenario.truth == TRUE else np.nan,
-            "mean rounds": float(np.mean(used)), "expected seeds": rounds.size * float(np.mean(used)),
-            "max seeds": rounds.size * rounds.max}
+            "mean rounds": float(np.mean(used)), "expected seeds": float(np.mean(seeds)), "max seeds": most}

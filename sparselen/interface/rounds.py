@@ -1,5 +1,6 @@
 """Seeds in rounds: a slice whose config section has ``rounds: {size, max}`` trains its seed
-list ``size`` seeds at a time, in the list's order, for at most ``max`` rounds; after each round
+list ``size`` seeds at a time, in the list's order, for at most ``max`` rounds (the last takes
+what the list has left, at most ``size``); after each round
 every claim that reads the slice is decided on the seeds so far, and the next round trains only
 what an undecided claim reads (``sparselen.report.rounds``). Without ``rounds`` every seed is
 one round. Raising ``max`` (and the seed list with it) only adds rounds: a round's seeds are
@@ -41,16 +42,22 @@ def of(section: dict) -> Rounds | None:
 def errors(name: str, section: dict, seed_lists: dict[str, list]) -> list[str]:
     """What is wrong with ``<name>.rounds`` given the slice's seed lists (``seed_lists``: where
     each list is set, e.g. ``ppc.seeds`` or ``ppc.copy_repeat.seeds`` -> the list): each list
-    holds every round's seeds, and a round is whole stacks."""
+    has seeds for every round (the last may be short) and none beyond them, and a round is whole
+    stacks."""
     rounds = of(section)
     if rounds is None:
         return []
     out = []
     for where, seeds in seed_lists.items():
-        if len(seeds) < rounds.size * rounds.max:
-            out.append(f"{name}.rounds = {{size: {rounds.size}, max: {rounds.max}}} needs {rounds.size * rounds.max} "
-                       f"seeds, but {where} lists {len(seeds)}: list more seeds or lower rounds.max")
-    stack = int(section.get("stack", 1))
+        if len(seeds) <= rounds.size * (rounds.max - 1):
+            out.append(f"{name}.rounds = {{size: {rounds.size}, max: {rounds.max}}} needs more than "
+                       f"{rounds.size * (rounds.max - 1)} seeds (a seed at least in its last round), but {where} lists "
+                       f"{len(seeds)}: list more seeds or lower rounds.max")
+        elif len(seeds) > rounds.size * rounds.max:
+            out.append(f"{where} lists {len(seeds)} seeds, more than {name}.rounds = {{size: {rounds.size}, max: "
+                       f"{rounds.max}}} trains ({rounds.size * rounds.max}): list the cap's seeds (a claim's power is "
+                       "counted on the list) or raise rounds.max")
+    stack = min(int(section.get("stack", 1)), len(section["seeds"]))  # no stack is longer than the list
     if rounds.size % stack:
         out.append(f"{name}.rounds.size = {rounds.size} is not a multiple of {name}.stack = {stack}: a round must be "
                    "whole stacks (a stack's seeds train as one job)")

@@ -19,4 +19,4 @@ def claims(job, config) -> Work:
     return aggregate().unit("claims_replicate", replicates)
 
 
-hyperparams = ledger = render = aggregate
+hyperparams = ledger = render = rounds = rounds_cap = aggregate  # rounds: a few hundred tests of a slice's claims

@@ -1,6 +1,6 @@
 """The analysis plan of configs/paper.yaml, frozen before it runs: each claim's criterion (its
 words, the numbers in its module, its unit and statistic), the code that computes the verdicts,
-the design (seeds and samples per slice; fixed seeds, no stopping rule), the power it was sized
+the design (seeds and samples per slice; the rounds seeds train in and the rule that stops them), the power it was sized
 at and the calibration's false holds at its sizes. ``FILE`` is committed; the report compares
 this run's criteria with it and says in its first lines where they differ.
 
@@ -27,9 +27,15 @@ CONFIG = "configs/paper.yaml"
 COMMAND = ".venv/bin/python -m sparselen.report.registration --write"
 # What computes a verdict: the criteria, the verdict machinery and statistics, token sparsity.
 CRITERIA_CODE = ("statistics/verdicts.py", "statistics/stats.py", "statistics/betting.py", "report/claims.py",
-                 "language/sparsity.py",
+                 "report/rounds.py", "language/sparsity.py",
                  *(f"{name}/claims.py" for name in SLICES))
-STOPPING = "none: every seed of the design is trained, then each claim is decided once"
+# The stopping rule of a slice whose seeds train in rounds (``rounds`` in the design: its size and cap).
+STOPPING = ("a slice with rounds trains its seeds rounds.size at a time, at most rounds.max rounds, in the order "
+            "listed; after each round every claim that reads it is decided on the seeds so far by its own test and "
+            "stops at its first \"holds\" or \"does not hold\" (at once where no seed count lets the design decide "
+            "it); the next round trains only the runs an undecided claim reads. No alpha is spent per round: the "
+            "bounds by betting hold at every number of seeds at once. A slice without rounds trains every seed, "
+            "then decides each claim once")
 
 
 def _constants(module) -> dict:
@@ -70,7 +76,8 @@ def design(cfg: dict) -> dict:
                            "sized_at": power.basis(c.id) if c.id in power.SPREADS else "",
                            "false_holds": None if worst is None else
                            {k: worst[k] for k in ("scenario", "holds", "replicates", "upper_bound") if k in worst}}
-    return {"sizes": sizes, "stopping": STOPPING, "claims": per_claim}
+    rounds = {s: dict(section["rounds"]) for s, section in sections.items() if section.get("rounds")}
+    return {"sizes": sizes, "stopping": STOPPING, "rounds": rounds, "claims": per_claim}
 
 
 def current() -> dict:
@@ -112,7 +119,7 @@ def design_differences(registered: dict, now: dict) -> list[str]:
     """Where paper.yaml's design (sizes, stopping, power, calibration) departs from the registered one."""
     reg, cur = registered["design"], now["design"]
     return [f"{key}: {json.dumps(reg.get(key), sort_keys=True)} -> {json.dumps(cur.get(key), sort_keys=True)}"
-            for key in ("sizes", "stopping", "claims") if reg.get(key) != cur.get(key)]
+            for key in ("sizes", "stopping", "rounds", "claims") if reg.get(key) != cur.get(key)]
 
 
 def report_line(path: Path = FILE) -> str:

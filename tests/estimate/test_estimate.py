@@ -350,8 +350,8 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     chain = [rule for task in clock["chain"] for rule in timeline.rules_of(jobs, task, local=False).split("+")]
     assert any(r.startswith(("theory_run_sfa", "language_analyze")) for r in chain), chain
     assert clock["wall_h"][8] >= max(clock["chain_h"], gpu_h / 8) - 1e-9 and clock["wall_h"][64] <= clock["wall_h"][8]
-    # a day on one node of 8 GPUs: the seeds that bounds by betting need at the assumed effects (PPC 142 a
-    # task, parity 277 a K_train) no longer fit a night; seeds grown in rounds are what would win it back
+    # a day on one node of 8 GPUs at the cap of its rounds (PPC 142 seeds a task, parity 277 a K_train):
+    # no night, since every round of every claim is priced here (the expected hours: the rounds' table)
     assert clock["wall_h"][8] <= 18, clock["wall_h"]
     line = re.search(r"Wall clock .*: 8 GPUs: (\d+):(\d\d) \(at least \d+:\d\d\); 64 GPUs: \d+:\d\d", out)
     assert line and int(line[1]) + int(line[2]) / 60 == pytest.approx(clock["wall_h"][8], abs=1 / 60), out[-600:]
@@ -368,7 +368,8 @@ def test_paper_config_on_h100(capsys, paper_jobs):
     # every stack job's limit is its prediction here times resources.runtime_margin, under the
     # partition's maximum (sparselen.estimate.limits), computed when the workflow was read
     cfg, stacked = load(PAPER), jobs[jobs["runs"] > 1]
-    # parity 5 K_train x 5 stacks, PPC 44 (task, run) x 4 stacks, each trained and evaluated; the GPT's 9 cells
+    # parity 5 K_train x 5 rounds of one stack, PPC 44 (task, run) x 4 rounds of one stack, each trained and
+    # evaluated; the GPT's 9 cells
     assert len(stacked) == 411 and (stacked["runtime_min"] <= cfg["resources"]["max_runtime"]).all()
     assert stacked["runtime_min"].tolist() == [limits.limit_minutes(cfg, s) for s in stacked["seconds"]]
     assert (t["submissions"]["predicted_h"] <= t["submissions"]["limit_h"]).all()

@@ -38,12 +38,16 @@ def test_a_design_short_of_its_power_decides_by_seed_set_where_a_verdict_is_not_
     assert reach("needs about 63 seeds per (model, k) for 80% power", 0.01) == NO
     assert reach("no task of the kind the claim is decided on", None) == NO
     by = {(r.claim, r.config): r for r in found}
-    c1 = by["C1", "config.yaml"]
-    # the default's C1: under-powered (the power model's own number), held on one seed set and not on another
+    # the default's C1 at the 10 seeds of one round of 5 fewer: under-powered (the power model's own
+    # number), held on one seed set and not on another
+    ten = {**decides.shipped()["config.yaml"]}
+    ten["ppc"] = {k: v for k, v in ten["ppc"].items() if k != "rounds"} | {"seeds": list(range(10))}
+    c1 = next(r for r in decides.reaches({"config.yaml": ten}) if r.claim == "C1")
     assert c1.decides == BY_SEED_SET and 0.05 <= c1.power < 0.8 and c1.why.startswith("needs about ")
     row = f"| C1 | {BY_SEED_SET} | {c1.power:.0%} | {short_design(c1.why)} |"
-    assert row in "\n".join(decides.per_config(found)) and "(" not in short_design(c1.why)
-    assert f"| C1 | {BY_SEED_SET} ({c1.power:.0%}) |" in "\n".join(decides.matrix(found))
+    assert row in "\n".join(decides.per_config([c1])) and "(" not in short_design(c1.why)
+    assert f"| C1 | {BY_SEED_SET} ({c1.power:.0%}) |" in "\n".join(decides.matrix([c1]))
+    assert by["C1", "config.yaml"].decides == YES  # at the cap of its rounds, 15 seeds
     # the table names each config's power, never a list of every claim a config decides
     assert decides.deciders(found)["P1"] == [f"paper.yaml (power {by['P1', 'paper.yaml'].power:.0%})"]
     assert decides.deciders(found)["L1"] == ["config.yaml", "cpu-extended.yaml", "paper.yaml"]

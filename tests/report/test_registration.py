@@ -21,6 +21,7 @@ def test_the_code_decides_as_registered():
     sizes = registered["design"]["sizes"]
     assert sizes["parity"]["seeds"] == 277 and sizes["theory"]["sfa_seeds"] == 32
     assert registered["design"]["stopping"] == reg.STOPPING
+    assert registered["design"]["rounds"] == {"parity": {"size": 56, "max": 5}, "ppc": {"size": 36, "max": 4}}
 
 
 def test_a_report_on_revised_criteria_opens_with_the_difference(tmp_path):

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.xdist_group("rounds")
 
 
 def ppc_section(max_rounds: int) -> dict:
-    return {"ppc": {"tasks": ["copy_repeat"], "schemes": ["nope", "coupled"], "seeds": [0, 1, 2, 3, 4, 5],
+    return {"ppc": {"tasks": ["copy_repeat"], "schemes": ["nope", "coupled"], "seeds": list(range(2 * max_rounds)),
                     "rounds": {"size": 2, "max": max_rounds}, "max_position_id": 40,
                     "model": {"n_layer": 1, "n_head": 2, "d_model": 16, "d_ff": 32},
                     "train": {"steps": 5, "batch_size": 8, "checkpoint_every": 5, "log_every": 5,
@@ -56,7 +56,7 @@ def test_rounds_stop_per_claim_resume_and_grow_with_the_cap(tmp_path):
     snakemake(work, "--cores", "2", "fig_ppc", "report", configfile=two)
     assert decision(work, 1)["open"] == ["C1"] and not (work / "results/rounds/ppc/round2.json").exists()
     claims = (work / "results/report/claims.csv").read_text()
-    assert "undecided after 2 rounds, the cap (4 seeds)" in claims
+    assert "undecided after 2 rounds, the cap (4 seeds)" in claims and "would decide it at the spread now measured" in claims
     assert "decided in round 1 of at most 2 (2 seeds): not decidable on this config" in claims
     assert dry_run_jobs(work, "fig_ppc", configfile=two) == []  # nothing left: decided rounds rerun nothing
     # a raised cap adds a round and retrains nothing
