@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sparselen.ppc.claims import facts
+from sparselen.interface.variants import run_scheme
+from sparselen.ppc.claims import PREDICTED, facts
 from sparselen.ppc.report import SCHEME_STYLES, run_style
 from sparselen.runtime.provenance import provenance
 
@@ -35,6 +36,17 @@ def task_roles(section: dict) -> dict:
         chance = f["chance"].get(max(f["chance"])) if f["chance"] else None
         out[task] = {"role": role, "chance": chance}
     return out
+
+
+def claims_reading(section: dict, task: str, run: str) -> set[str]:
+    """The claims that read run ``run`` of ``task`` (the rounds train a run's next seeds only for
+    an undecided one): the claim its task decides, C1 all but the runs of scheme ppc (it compares
+    oracle coupling with the baselines), C2 every run."""
+    role = task_roles(section)[task]["role"]
+    if not role.startswith("decides "):
+        return set()
+    claim = role.removeprefix("decides ")
+    return set() if claim == "C1" and run_scheme(section, run) == PREDICTED else {claim}
 
 
 def figure(seeds_csv, roles: dict, out_png, out_pdf) -> None:

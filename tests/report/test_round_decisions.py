@@ -95,3 +95,14 @@ def test_a_claim_open_at_the_cap_says_how_many_seeds_would_decide_it(monkeypatch
     assert split["claims"]["C1"]["seeds_needed"] is None
     assert "no count up to 400 seeds would decide it" in decisions.summary([split], cap=1)["C1"]
     assert "seeds_needed" not in split["claims"]["C2"]
+
+
+def test_c1s_later_rounds_leave_out_the_runs_it_does_not_read():
+    """A run of a C1 task is read by C1 unless its scheme is ppc (C1 compares oracle coupling with
+    the baselines); a C2 task's every run by C2; a control's by no claim."""
+    from sparselen.ppc.seeds_figure import claims_reading
+
+    section = {"tasks": ["copy_repeat"], "copy_repeat": TASK, "schemes": ["nope", "coupled", "ppc", "ppc_offset"],
+               "variants": {"ppc_offset": {"scheme": "ppc", "model": {"position_target": "offset"}}}}
+    assert claims_reading(section, "copy_repeat", "coupled") == claims_reading(section, "copy_repeat", "nope") == {"C1"}
+    assert claims_reading(section, "copy_repeat", "ppc") == claims_reading(section, "copy_repeat", "ppc_offset") == set()

@@ -539,12 +539,14 @@ def decision(name, r):
 
 
 def reads_run(name, open_claims, wildcards):
-    """Whether an undecided claim reads a run of these wildcards: a PPC task is read by the
-    claim its role names (sparselen.ppc.seeds_figure.task_roles); every parity run by every
-    parity claim."""
+    """Whether an undecided claim reads a run of these wildcards: a PPC run by the claim its
+    task decides, C1 not PPC's own runs (sparselen.ppc.seeds_figure.claims_reading); every
+    parity run by every parity claim."""
     if name == "ppc":
-        role = sparselen.ppc.seeds_figure.task_roles(config["ppc"])[wildcards["task"]]
-        return any(role["role"] == f"decides {claim}" for claim in open_claims)
+        reading = sparselen.ppc.seeds_figure.claims_reading(
+            config["ppc"], wildcards["task"], wildcards["run"]
+        )
+        return bool(reading & set(open_claims))
     return bool(open_claims)
 
 
