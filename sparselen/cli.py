@@ -35,11 +35,8 @@ def estimate(args) -> int:
     from sparselen.runtime import io
 
     given = load(args.configfile)
-    if rounds.rounded(given):  # the tables price every round (the cap): a dry run cannot see past a decision
-        cfg = rounds.at_cap(given)
-        jobs = rounds.plan_of(cfg)
-    else:
-        cfg, jobs = given, plan(given, workflow_jobs(args.configfile))
+    cfg = rounds.at_cap(given) if rounds.rounded(given) else given  # the tables price every round (the cap)
+    jobs = plan(cfg, workflow_jobs(args.configfile))
     if args.calibrate:
         from sparselen.estimate.calibrate import calibrate
 

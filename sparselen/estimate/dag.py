@@ -50,17 +50,26 @@ class DagJob:
 def workflow_jobs(configfiles=(), profile: Path = PROFILE, targets=("all",)) -> list[DagJob]:
     """Every job ``snakemake --profile workflow/profiles/slurm --configfile configfiles...``
     would run for ``targets`` (``all``) from scratch (``config.yaml`` when no file is given, as
-    ``load``)."""
+    ``load``); a config whose seeds come in rounds at its cap, every round's jobs (the rounds'
+    decisions, checkpoints, exist only once rounds have run)."""
+    import tempfile
+
     import yaml
 
-    from sparselen.interface.config import DEFAULT_CONFIG
+    from sparselen.estimate import rounds
+    from sparselen.interface.config import DEFAULT_CONFIG, load
 
     settings = yaml.safe_load(Path(profile).read_text())
     files = [Path(f).absolute() for f in list(configfiles) or [DEFAULT_CONFIG]]
     log = logging.getLogger("snakemake")  # quiet: none of its records through the caller's handlers
     propagate, log.propagate = log.propagate, False
     try:
-        records = _dry_run(files, settings, set(targets))
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = load(files)
+            if rounds.rounded(cfg):
+                files = [Path(tmp) / "config.yaml"]
+                files[0].write_text(yaml.safe_dump(rounds.at_cap(cfg), sort_keys=False))
+            records = _dry_run(files, settings, set(targets))
     finally:
         log.propagate = propagate
     jobs = [DagJob(r["rule"], SimpleNamespace(**r["wildcards"]), SimpleNamespace(**r["params"]), r["bench"],

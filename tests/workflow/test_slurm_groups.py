@@ -96,7 +96,9 @@ def test_every_paper_submission_fits_the_profiles_node(tmp_path):
     # worker each on a core; the SFA runs (CPU) for their threads
     stacks = [s for s in subs if "_stack" in s["name"]]
     sfa_threads = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())["theory"]["sfa_threads"]
-    assert len(stacks) == 411 and {s["cpus"] for s in stacks} == {4} and {s["cpus"] for s in sfa} == {sfa_threads}
+    # from scratch the DAG holds the first round: a stack of each K_train and of each PPC (task, run),
+    # trained and evaluated (5 x 2 + 44 x 2), and the GPT's 9 cells
+    assert len(stacks) == 107 and {s["cpus"] for s in stacks} == {4} and {s["cpus"] for s in sfa} == {sfa_threads}
 
 
 def test_jobs_sharing_a_gpu_ask_for_their_threads(tmp_path):
@@ -104,7 +106,8 @@ def test_jobs_sharing_a_gpu_ask_for_their_threads(tmp_path):
     side by side, each with its torch threads (not resources.gpu_job_cpus: 8 x 4 would not fit
     the node); a language training holds its GPU and asks for resources.gpu_job_cpus."""
     overlay = tmp_path / "per_run.yaml"
-    overlay.write_text("".join(f"{name}: {{stack: 1, seeds: [0, 1]}}\n" for name in ("parity", "ppc", "theory")))
+    overlay.write_text("".join(f"{name}: {{stack: 1, seeds: [0, 1]{rounds}}}\n" for name, rounds in
+                               (("parity", ", rounds: null"), ("ppc", ", rounds: null"), ("theory", ""))))
     profile, subs = profile_submissions(tmp_path, (*PAPER, overlay))
     packed = [s for s in subs if s["name"] == "packed_model"]
     assert packed and max(s["jobs"] for s in packed) == 16  # 8 trainings, then their 8 evaluations

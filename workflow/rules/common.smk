@@ -445,6 +445,7 @@ def dag_benchmarks(wildcards):
     producers (the job that writes each file, then that job's inputs): the ledger counts this
     DAG's jobs, never files a run of another configuration left in results/benchmarks.
     """
+    final_decisions()  # waits on the rounds' checkpoints in the order the rule's input does
     pending, seen, found = [str(f) for f in slice_outputs(wildcards)], set(), set()
     while pending:
         path = pending.pop()

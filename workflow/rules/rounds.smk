@@ -2,7 +2,9 @@
 # round 0 trains each run of the first rounds.size seeds; a checkpoint decides every claim that
 # reads the slice on the runs so far; round r + 1 trains the next seeds of the runs an undecided
 # claim reads, until every claim is decided or rounds.max rounds ran. The decisions are files
-# (results/rounds/<slice>/round<r>.json); the slice's tables read the runs of every round.
+# (results/rounds/<slice>/round<r>.json); the slice's tables read the runs of every round. A
+# decision is a submission of its own, not of the aggregation group: the next round's trainings
+# wait on it, and the group's other jobs on them.
 ROUNDS = {name: sparselen.interface.rounds.of(config[name]) for name in ROUND_RUNS}
 
 
@@ -18,8 +20,6 @@ checkpoint report_rounds:
     wildcard_constraints:
         slice="|".join(ROUND_RUNS) or "-",
         round=r"\d+",
-    group:
-        GROUP_AGGREGATE
     conda:
         ENV
     params:
@@ -46,8 +46,6 @@ rule report_rounds_cap:
     wildcard_constraints:
         slice="|".join(ROUND_RUNS) or "-",
         max=r"\d+",
-    group:
-        GROUP_AGGREGATE
     conda:
         ENV
     script:
