@@ -82,7 +82,10 @@ def profile_submissions(tmp_path, configfiles, **changes):
 
 
 def test_every_paper_submission_fits_the_profiles_node(tmp_path):
-    profile, subs = profile_submissions(tmp_path, PAPER)
+    """paper.yaml at the cap of its rounds, every round's jobs in one DAG (its largest)."""
+    cap = tmp_path / "cap.yaml"
+    cap.write_text("parity: {rounds: null}\nppc: {rounds: null}\n")
+    profile, subs = profile_submissions(tmp_path, (*PAPER, cap))
     limits = node(profile)
     names = {s["name"] for s in subs}
     assert {"data", "cpu_train", "model", "aggregate", "language_analyze"} <= names
@@ -96,9 +99,8 @@ def test_every_paper_submission_fits_the_profiles_node(tmp_path):
     # worker each on a core; the SFA runs (CPU) for their threads
     stacks = [s for s in subs if "_stack" in s["name"]]
     sfa_threads = yaml.safe_load((ROOT / "configs" / "paper.yaml").read_text())["theory"]["sfa_threads"]
-    # from scratch the DAG holds the first round: a stack of each K_train and of each PPC (task, run),
-    # trained and evaluated (5 x 2 + 44 x 2), and the GPT's 9 cells
-    assert len(stacks) == 107 and {s["cpus"] for s in stacks} == {4} and {s["cpus"] for s in sfa} == {sfa_threads}
+    # parity 5 K_train x 5 stacks, PPC 44 (task, run) x 4 stacks, trained and evaluated; the GPT's 9 cells
+    assert len(stacks) == 411 and {s["cpus"] for s in stacks} == {4} and {s["cpus"] for s in sfa} == {sfa_threads}
 
 
 def test_jobs_sharing_a_gpu_ask_for_their_threads(tmp_path):
