@@ -71,7 +71,7 @@ def dry_run_jobs(workdir, *targets, configfile=SMOKE) -> list[tuple[str, dict]]:
     out = snakemake(workdir, "-n", *targets, configfile=configfile)
     jobs, current = [], None
     for line in (out.stdout + out.stderr).splitlines():
-        m = re.match(r"^(?:local)?rule (\w+):$", line.strip())
+        m = re.match(r"^(?:local)?(?:rule|checkpoint) (\w+):$", line.strip())
         if m:
             current = [m.group(1), {}]
             jobs.append(current)
