@@ -56,7 +56,7 @@ def workflow_jobs(configfiles=(), profile: Path = PROFILE, targets=("all",)) -> 
 
     import yaml
 
-    from sparselen.estimate import rounds
+    from sparselen.interface import rounds
     from sparselen.interface.config import DEFAULT_CONFIG, load
 
     settings = yaml.safe_load(Path(profile).read_text())

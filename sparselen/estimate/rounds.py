@@ -36,7 +36,6 @@ the same errors, larger where few rounds run).
 
 from __future__ import annotations
 
-import copy
 import math
 import tempfile
 from contextlib import contextmanager
@@ -44,7 +43,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sparselen.interface import rounds as config_rounds
-from sparselen.interface.rounds import ROUNDED_SLICES, Rounds
+from sparselen.interface.rounds import ROUNDED_SLICES, Rounds, at_cap, rounded, section_through, through  # noqa: F401 (the estimate's names)
 from sparselen.statistics import power
 
 FARTHER = 2.0  # effects this many times as far from their thresholds: the second set of chances
@@ -93,30 +92,6 @@ class Outlook:
         scaled by the share, at least its critical chain."""
         share = hours / self.maximum if self.maximum else 1.0
         return {n: max(self.cap.chain_h, w * share) for n, w in self.cap.wall_h.items()}
-
-
-def rounded(config: dict) -> dict[str, Rounds]:
-    """The config's slices that train in rounds, with theirs."""
-    return {name: r for name in ROUNDED_SLICES if isinstance(config.get(name), dict)
-            and (r := config_rounds.of(config[name])) is not None}
-
-
-def section_through(name: str, section: dict, r: int) -> dict:
-    """Slice ``name``'s ``section`` with its seed lists (PPC: also each task's) cut to rounds
-    0..``r`` and without ``rounds``: the section a plan of those rounds alone reads."""
-    rounds = config_rounds.of(section)
-    out = {k: copy.deepcopy(v) for k, v in section.items() if k != "rounds"}
-    out["seeds"] = rounds.through(section["seeds"], r)
-    for task in section.get("tasks", []) if name == "ppc" else []:
-        if isinstance(section.get(task), dict) and "seeds" in section[task]:
-            out[task]["seeds"] = rounds.through(section[task]["seeds"], r)
-    return out
-
-
-def through(config: dict, r: int) -> dict:
-    """``config`` with every rounded slice cut to rounds 0..``r`` (at most its last)."""
-    return {**config, **{name: section_through(name, config[name], min(r, rd.max - 1))
-                         for name, rd in rounded(config).items()}}
 
 
 def claims_reading(name: str) -> tuple:
@@ -174,11 +149,6 @@ def farther(factor: float = FARTHER):
     finally:
         power.SPREADS, power.CONDITIONS = spreads, conditions
         _clear_caches()
-
-
-def at_cap(config: dict) -> dict:
-    """``config`` with every rounded slice at its cap, without ``rounds``: every round's jobs."""
-    return through(config, max(r.max for r in rounded(config).values()) - 1)
 
 
 def plan_of(config: dict):

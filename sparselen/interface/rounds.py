@@ -12,6 +12,7 @@ error rates."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 ROUNDED_SLICES = ("parity", "ppc")  # the slices whose seeds may come in rounds
@@ -83,3 +84,32 @@ def with_seeds(section: dict, n: int) -> dict:
         if key != "seeds":
             out[key] = {**section[key], "seeds": list(range(n))}
     return out
+
+
+def rounded(config: dict) -> dict[str, Rounds]:
+    """The config's slices that train in rounds, with theirs."""
+    return {name: r for name in ROUNDED_SLICES if isinstance(config.get(name), dict)
+            and (r := of(config[name])) is not None}
+
+
+def section_through(name: str, section: dict, r: int) -> dict:
+    """Slice ``name``'s ``section`` with its seed lists (PPC: also each task's) cut to rounds
+    0..``r`` and without ``rounds``: the section a plan of those rounds alone reads."""
+    rounds = of(section)
+    out = {k: copy.deepcopy(v) for k, v in section.items() if k != "rounds"}
+    out["seeds"] = rounds.through(section["seeds"], r)
+    for task in section.get("tasks", []) if name == "ppc" else []:
+        if isinstance(section.get(task), dict) and "seeds" in section[task]:
+            out[task]["seeds"] = rounds.through(section[task]["seeds"], r)
+    return out
+
+
+def through(config: dict, r: int) -> dict:
+    """``config`` with every rounded slice cut to rounds 0..``r`` (at most its last)."""
+    return {**config, **{name: section_through(name, config[name], min(r, rd.max - 1))
+                         for name, rd in rounded(config).items()}}
+
+
+def at_cap(config: dict) -> dict:
+    """``config`` with every rounded slice at its cap, without ``rounds``: every round's jobs."""
+    return through(config, max(r.max for r in rounded(config).values()) - 1)
