@@ -108,7 +108,7 @@ def chances(name: str, section: dict) -> list[float]:
     spare = config_rounds.with_seeds(section, power.MAX_SEEDS)
     rounds = config_rounds.of(section)
     claims = tuple(c for c in claims_reading(name) if not c.design(spare))
-    decided = [math.prod(c.power(section_through(name, section, r)) for c in claims) for r in range(rounds.max - 1)]
+    decided = [math.prod(c.power(section_through(section, r)) for c in claims) for r in range(rounds.max - 1)]
     return [1.0] + [1.0 - d for d in decided]
 
 

@@ -74,16 +74,21 @@ def seed_lists(name: str, section: dict) -> dict[str, list]:
     return lists
 
 
+def _with_lists(section: dict, seeds) -> dict:
+    """``section`` with each of its seed lists (its own, a PPC task's) replaced by ``seeds(list)``."""
+    out = {**section, "seeds": seeds(section["seeds"])}
+    for where in seed_lists("", section):
+        key = where.split(".")[1]
+        if key != "seeds":
+            out[key] = {**section[key], "seeds": seeds(section[key]["seeds"])}
+    return out
+
+
 def with_seeds(section: dict, n: int) -> dict:
     """``section`` with each of its seed lists (its own, a PPC task's) as ``n`` seeds: what its
     design would be with seeds to spare (``sparselen.report.rounds``: a claim that no number of
     seeds lets the design decide is settled at once)."""
-    out = {**section, "seeds": list(range(n))}
-    for where in seed_lists("", section):
-        key = where.split(".")[1]
-        if key != "seeds":
-            out[key] = {**section[key], "seeds": list(range(n))}
-    return out
+    return _with_lists(section, lambda _: list(range(n)))
 
 
 def rounded(config: dict) -> dict[str, Rounds]:
@@ -92,21 +97,17 @@ def rounded(config: dict) -> dict[str, Rounds]:
             and (r := of(config[name])) is not None}
 
 
-def section_through(name: str, section: dict, r: int) -> dict:
-    """Slice ``name``'s ``section`` with its seed lists (PPC: also each task's) cut to rounds
+def section_through(section: dict, r: int) -> dict:
+    """A slice's ``section`` with its seed lists (its own, a PPC task's) cut to rounds
     0..``r`` and without ``rounds``: the section a plan of those rounds alone reads."""
     rounds = of(section)
-    out = {k: copy.deepcopy(v) for k, v in section.items() if k != "rounds"}
-    out["seeds"] = rounds.through(section["seeds"], r)
-    for task in section.get("tasks", []) if name == "ppc" else []:
-        if isinstance(section.get(task), dict) and "seeds" in section[task]:
-            out[task]["seeds"] = rounds.through(section[task]["seeds"], r)
-    return out
+    cut = _with_lists(section, lambda seeds: rounds.through(seeds, r))
+    return {k: copy.deepcopy(v) for k, v in cut.items() if k != "rounds"}
 
 
 def through(config: dict, r: int) -> dict:
     """``config`` with every rounded slice cut to rounds 0..``r`` (at most its last)."""
-    return {**config, **{name: section_through(name, config[name], min(r, rd.max - 1))
+    return {**config, **{name: section_through(config[name], min(r, rd.max - 1))
                          for name, rd in rounded(config).items()}}
 
 

@@ -41,7 +41,7 @@ def c1_alone(monkeypatch):
 def test_section_through_cuts_every_seed_list():
     section = {"seeds": list(range(20)), "rounds": {"size": 5, "max": 4}, "tasks": ["a", "b"],
                "a": {"seeds": list(range(100, 120))}, "b": {"k": 1}}
-    cut = rounds.section_through("ppc", section, 1)
+    cut = rounds.section_through(section, 1)
     assert cut["seeds"] == list(range(10)) and cut["a"]["seeds"] == list(range(100, 110)) and "rounds" not in cut
     assert cut["b"] == {"k": 1} and len(section["a"]["seeds"]) == 20 and "rounds" in section  # a copy
     cfg = small_config()
