@@ -3,7 +3,8 @@ SFA runs' SLURM requests come from (``sparselen.theory.memory``).
 
 Runs the SFA's forward pass (no gradients, as the evaluation does) over ``rows`` random
 sequences at the longest evaluated length of a config's law and k, each in a process of its own,
-and reads that process' peak resident memory (``wait4``'s ``ru_maxrss``). Prints rows, tuples,
+and reads that process' own peak resident memory (``VmHWM``: ``wait4``'s ``ru_maxrss`` would
+start from this script's, which the child inherits at exec). Prints rows, tuples,
 measured MB, predicted MB (``BASE_MB`` + the pass' tensors, before the request's margin) and
 the measured increase per row against the predicted one.
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,16 +48,17 @@ def child(config: str, distribution: str, k: int, rows: int) -> None:
     ids = position_ids(pc, n)
     with torch.no_grad():
         model(torch.randint(0, pc.vocab_size, (rows, len(ids))), ids)
+    hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+    print(int(hwm.split()[1]) / 1024)  # kB
 
 
 def measure(config: str, distribution: str, k: int, rows: int) -> float:
     """Peak RSS (MB) of ``child`` with ``rows`` sequences."""
     args = json.dumps([config, distribution, k, rows])
-    proc = subprocess.Popen([sys.executable, __file__, "--child", args], stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(proc.stderr.read().decode()[-3000:])
-    return usage.ru_maxrss / 1024  # KB on Linux
+    out = subprocess.run([sys.executable, __file__, "--child", args], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-3000:])
+    return float(out.stdout.split()[-1])
 
 
 def main() -> None:
