@@ -489,21 +489,25 @@ def test_an_invalid_config_is_named_without_a_traceback(tmp_path, capsys):
 def test_the_one_pass_language_batch_is_refused_on_an_h100(tmp_path, monkeypatch, capsys, paper_dag):
     """paper.yaml's micro-batches pass (exit 0); an overlay putting a step's 262,144 tokens
     through one pass exits 1 after the tables, naming the jobs, the predicted and usable memory
-    and the key that fixes it."""
+    and the key that fixes it. Its seeds in one round (the cap's DAG): rounds price the same
+    jobs a plan per round, minutes that check nothing of the language batch."""
     from sparselen.cli import main
 
     monkeypatch.setattr(dag, "workflow_jobs", lambda files: paper_dag)  # micro-batches are no rule params
-    assert main(["estimate", "--configfile", *map(str, PAPER), "--gpu", "h100", "--cpu-profile", "builtin"]) == 0
+    unrounded = tmp_path / "unrounded.yaml"
+    unrounded.write_text("parity: {rounds: null}\nppc: {rounds: null}\n")
+    paper = [*map(str, PAPER), str(unrounded)]
+    assert main(["estimate", "--configfile", *paper, "--gpu", "h100", "--cpu-profile", "builtin"]) == 0
     captured = capsys.readouterr()
     assert "ERROR" not in captured.err
     # a datasheet profile: the pilot first, then the estimate with its profile, then SLURM
     assert re.fullmatch(r"next: on one GPU of the cluster, sparselen pilot --configfile \S+paper\.yaml .*then "
-                        r"sparselen estimate --configfile \S+ --gpu pilot_profile\.json; then snakemake --profile "
-                        r"workflow/profiles/slurm --configfile \S+ \(docs/cluster\.md\)",
+                        r"sparselen estimate --configfile .+ --gpu pilot_profile\.json; then snakemake --profile "
+                        r"workflow/profiles/slurm --configfile .+ \(docs/cluster\.md\)",
                         captured.out.splitlines()[-1]), captured.out.splitlines()[-1]
     one_pass = tmp_path / "one-pass.yaml"
     one_pass.write_text("language:\n  micro_batch_tokens: 262144\n")
-    assert main(["estimate", "--configfile", *map(str, PAPER), str(one_pass), "--gpu", "h100", "--cpu-profile", "builtin"]) == 1
+    assert main(["estimate", "--configfile", *paper, str(one_pass), "--gpu", "h100", "--cpu-profile", "builtin"]) == 1
     captured = capsys.readouterr()
     assert "Per job type" in captured.out and captured.out.splitlines()[-1].startswith("next: fix what the ERROR")
     errors = [line for line in captured.err.splitlines() if line.startswith("ERROR")]
