@@ -15,7 +15,7 @@ from sparselen.interface import variants
 from sparselen.interface.job import runtime
 from sparselen.interface.run import Run, typed_wildcards
 from sparselen.nn.model import ModelConfig
-from sparselen.ppc import TRAINING_CODE, report, seeds_figure
+from sparselen.ppc import TRAINING_CODE, report
 from sparselen.ppc.evaluate import evaluate_cells
 from sparselen.ppc.generate import COUPLED
 from sparselen.ppc.runs import run_model
@@ -132,4 +132,6 @@ def table(job) -> None:
 def figure(job) -> None:
     report.figure(job.input.table, job.params.train_max_sizes, job.output.png, job.output.pdf)
     if hasattr(job.output, "seeds_png"):
+        from sparselen.ppc import seeds_figure  # its claims' statistics (scipy): not for every PPC job
+
         seeds_figure.figure(job.input.seeds, job.params.roles, job.output.seeds_png, job.output.seeds_pdf)
