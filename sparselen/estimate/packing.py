@@ -22,9 +22,10 @@ PACKED = ("parity", "ppc", "theory")  # slices whose model groups share GPUs
 
 
 def gpu_peaks(config: dict) -> dict[str, float]:
-    """Per packed slice the config runs, the largest predicted GPU peak (bytes) of its model jobs."""
-    return {name: importlib.import_module(f"sparselen.{name}.cost").gpu_peak(config)
-            for name in PACKED if name in config}
+    """Per packed slice the config runs with a model job on the GPU, the largest predicted GPU
+    peak (bytes) of those jobs."""
+    peaks = {name: importlib.import_module(f"sparselen.{name}.cost").gpu_peak(config) for name in PACKED if name in config}
+    return {name: peak for name, peak in peaks.items() if peak > 0}
 
 
 def jobs_per_gpu(config: dict) -> int:

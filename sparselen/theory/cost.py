@@ -45,7 +45,8 @@ def run_gpt(job, config) -> Work:
 
 def gpu_peak(config) -> float:
     """The largest predicted GPU peak of a GPT run of the theory slice (every law and k):
-    how many share a GPU (``sparselen.estimate.packing``)."""
+    how many share a GPU (``sparselen.estimate.packing``); 0 without GPT runs (the SFA runs
+    stay on the CPU)."""
     t = config["theory"]
     peaks = []
     for dist in t["distributions"]:
@@ -53,7 +54,7 @@ def gpu_peak(config) -> float:
         for k in t["gpt"]["k"]:
             job = SimpleNamespace(params=params, wildcards=SimpleNamespace(distribution=dist, k=k))
             peaks.append(run_gpt(job, config).memory["gpu"].bytes)
-    return max(peaks)
+    return max(peaks, default=0.0)
 
 
 table = figure = aggregate

@@ -19,8 +19,6 @@ def small_config() -> dict:
     """config.yaml on GPUs with PPC's 20 seeds in 4 rounds of 5."""
     cfg = load(())
     cfg["gpus_per_job"] = 1
-    # a fixed packing: theory.cost.gpu_peak has no GPT run (theory.gpt.k is empty) to size it by
-    cfg["packing"] = {**cfg["packing"], "jobs_per_gpu": 4}
     cfg["ppc"] = {**cfg["ppc"], "seeds": list(range(20)), "rounds": {"size": 5, "max": 4}}
     return cfg
 

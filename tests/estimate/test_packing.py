@@ -38,6 +38,18 @@ def test_how_many_share_a_gpu_comes_from_the_memory_model():
     assert packing.jobs_per_gpu(smoke_config()) == 1  # gpus_per_job 0
 
 
+def test_a_theory_slice_without_gpt_runs_sizes_nothing():
+    """config.yaml on GPUs: its theory slice runs only idealized models (on the CPU), so the
+    packing is sized by parity's and PPC's peaks alone."""
+    cfg = load(())
+    cfg["gpus_per_job"] = 1
+    assert cfg["theory"]["gpt"]["k"] == [] and cfg["packing"]["jobs_per_gpu"] == 0
+    peaks = packing.gpu_peaks(cfg)
+    assert set(peaks) == {"parity", "ppc"}
+    assert packing.jobs_per_gpu(cfg) == min(cfg["packing"]["max_jobs_per_gpu"], int(
+        0.9 * cfg["packing"]["gpu_memory_gib"] * 2**30 // max(peaks.values())))
+
+
 def resources(dry_run: str) -> dict[str, dict[str, str]]:
     """rule -> its jobs' resources in a dry run."""
     out, rule = {}, None
