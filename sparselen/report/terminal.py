@@ -21,6 +21,8 @@ import sys
 import textwrap
 import threading
 import time
+from collections import Counter
+from itertools import chain
 from pathlib import Path
 
 import pandas as pd
@@ -35,6 +37,9 @@ REPORT_HTML = Path("results/report/reproduction_report.html")
 DROPPED = ("Select jobs to execute...", "Assuming unrestricted shared filesystem usage", "Using shell:",
            "Conda environments:")
 AFTER_SUMMARY = ("Complete log(s):", "Elapsed time:")  # the summary says where the report is and how long it took
+# a checkpoint's output has added jobs (a round of seeds: workflow/rules/rounds.smk); Snakemake
+# states its plan once, at the start
+CHECKPOINT_UPDATE = "Updating checkpoint dependencies"
 
 
 def _out(line: str = "") -> None:
@@ -56,6 +61,7 @@ class Terminal(logging.Filter):
         self.took: dict[str, list[float]] = {}  # rule -> the finished jobs' times
         self.predicted: dict[str, float] = {}  # rule -> the estimate's seconds per job (``price``)
         self.summarized = False
+        self.stale = False  # a checkpoint has changed the DAG since the jobs were counted
         self.printed = clock()  # when this filter last printed a line
         self.heartbeat: threading.Thread | None = None  # started at the run's start where ``beats``
 
@@ -118,16 +124,31 @@ class Terminal(logging.Filter):
             return True
         if event in (LogEvent.JOB_STARTED, LogEvent.PROGRESS, LogEvent.RESOURCES_INFO):
             return False
+        if message.startswith(CHECKPOINT_UPDATE):
+            self.stale = True  # counted at the next line: the DAG is updated after this record
         if message.startswith(DROPPED):
             return False
         return not (self.summarized and message.startswith(AFTER_SUMMARY))
 
     def progress(self) -> str:
         """"12/193, 0:05:10 elapsed, about 1:10:00 left" (no time left before a job has finished)."""
+        if self.stale:
+            self.recount()
         elapsed = self.clock() - self.started
         count = f"{self.done:>{len(str(self.total))}}/{self.total}, {hms(elapsed)} elapsed"
         left = self.time_left(elapsed)
         return count if left is None else f"{count}, about {hms(left)} left"
+
+    def recount(self) -> None:
+        """This run's jobs per rule counted again from Snakemake's DAG (those finished in this run
+        and those still to run, as its plan at the start counts them), after a checkpoint has
+        added some."""
+        self.stale = False
+        dag = getattr(self.workflow, "dag", None)
+        if dag is None:
+            return
+        rules = Counter(job.rule.name for job in chain(dag.needrun_jobs(), dag.finished_jobs))
+        self.planned, self.total = dict(rules), max(self.done, sum(rules.values()))
 
     def prices(self) -> dict[str, float]:
         """The estimate's seconds per job of each rule about to run (``price``, the Snakefile's);

@@ -215,6 +215,35 @@ def test_time_left_prices_each_pending_job_at_its_rules_pace(capsys):
     assert t.progress() == "2/4, 0:00:51 elapsed, about 0:01:40 left"
 
 
+def test_a_checkpoint_that_adds_jobs_is_counted(capsys):
+    """A round's decision (a checkpoint) adds the next round's trainings: the count after
+    Snakemake's "Updating checkpoint dependencies." is the DAG's, finished and still to run,
+    and the time left prices the new ones."""
+    clock = Clock()
+    wf = workflow()
+    t = terminal.Terminal(wf, clock)
+    t.filter(record("Job stats", event=LogEvent.RUN_INFO, stats={"parity_train": 1, "parity_table": 1, "total": 2}))
+    for jobid, rule in ((1, "parity_train"), (2, "parity_table")):
+        t.filter(record(" Rule: x", event=LogEvent.JOB_INFO, jobid=jobid, rule_name=rule, wildcards={}))
+        clock.now += 10
+        t.filter(record("", event=LogEvent.JOB_FINISHED, job_id=jobid))
+
+    def job(rule):
+        return SimpleNamespace(rule=SimpleNamespace(name=rule))
+
+    # the decision ran (finished) and added two trainings, one of them running
+    wf.dag = SimpleNamespace(finished_jobs=[job("parity_train"), job("parity_table")],
+                             needrun_jobs=lambda: [job("parity_train"), job("parity_train")])
+    assert t.filter(record("Updating checkpoint dependencies.")) is True  # Snakemake's line stays
+    t.filter(record(" Rule: x", event=LogEvent.JOB_INFO, jobid=3, rule_name="parity_train", wildcards={}))
+    clock.now += 10
+    wf.dag.finished_jobs.append(job("parity_train"))
+    wf.dag.needrun_jobs = lambda: [job("parity_train")]
+    t.filter(record("", event=LogEvent.JOB_FINISHED, job_id=3))
+    assert capsys.readouterr().err.splitlines()[-1] == ("[3/4, 0:00:30 elapsed, about 0:00:10 left] trained "
+                                                       "parity_train in 0:00:10")
+
+
 def test_a_rule_with_no_finished_job_is_priced_by_the_estimate_at_the_runs_measured_pace(capsys):
     """Sixty evaluations of seconds each and one long training pending: the training is not
     priced at the evaluations' mean but at the estimate's prediction for it, scaled by how the
