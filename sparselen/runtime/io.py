@@ -18,18 +18,32 @@ from pathlib import Path
 import torch
 
 
+def proc_status(field: str) -> str | None:
+    """The value of one field of this process's ``/proc/self/status`` (Linux); None elsewhere."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return line.split()[1]
+    except OSError:
+        pass
+    return None
+
+
 def umask() -> int:
     """The process's umask, read without changing it where Linux says it (``/proc``); elsewhere
     set and restored at once."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except OSError:
-        pass
+    mask = proc_status("Umask")
+    if mask is not None:
+        return int(mask, 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def peak_rss_mb() -> float:
+    """This process's own peak resident memory in MB (``VmHWM``, Linux). Not ``getrusage``'s
+    ``ru_maxrss``: a child started by ``subprocess`` keeps its parent's high-water mark there."""
+    return int(proc_status("VmHWM")) / 1024  # kB
 
 
 @contextlib.contextmanager

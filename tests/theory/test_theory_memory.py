@@ -14,6 +14,7 @@ PARAMS = {key: PAPER[key] for key in ("task", "train", "eval", "sfa")}
 
 PASS = """
 import json, sys, torch
+from sparselen.runtime.io import peak_rss_mb
 from sparselen.theory.sfa import SFAModel, sfa_window
 from sparselen.theory.task import planted_config, position_ids, valid_lengths
 params, distribution, k, rows, n = json.loads(sys.argv[1])
@@ -23,10 +24,7 @@ model = SFAModel(pc.vocab_size, pc.n_values, k, window, s["d_embed"], s["d_head"
 ids = position_ids(pc, n)
 with torch.no_grad():
     model(torch.randint(0, pc.vocab_size, (rows, len(ids))), ids)
-# VmHWM: this process' own peak; getrusage's ru_maxrss would start from the pytest worker's,
-# which a vfork'd child inherits at exec
-hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-print(json.dumps({"peak_mb": int(hwm.split()[1]) / 1024, "window": window}))
+print(json.dumps({"peak_mb": peak_rss_mb(), "window": window}))  # its own peak, not the pytest worker's
 """
 
 
