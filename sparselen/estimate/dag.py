@@ -52,24 +52,20 @@ def workflow_jobs(configfiles=(), profile: Path = PROFILE, targets=("all",)) -> 
     would run for ``targets`` (``all``) from scratch (``config.yaml`` when no file is given, as
     ``load``); a config whose seeds come in rounds at its cap, every round's jobs (the rounds'
     decisions, checkpoints, exist only once rounds have run)."""
-    import tempfile
-
     import yaml
 
     from sparselen.interface import rounds
     from sparselen.interface.config import DEFAULT_CONFIG, load
 
-    settings = yaml.safe_load(Path(profile).read_text())
     files = [Path(f).absolute() for f in list(configfiles) or [DEFAULT_CONFIG]]
+    cfg = load(files)
+    if rounds.rounded(cfg):
+        return config_jobs(rounds.at_cap(cfg), profile, targets)
+    settings = yaml.safe_load(Path(profile).read_text())
     log = logging.getLogger("snakemake")  # quiet: none of its records through the caller's handlers
     propagate, log.propagate = log.propagate, False
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            cfg = load(files)
-            if rounds.rounded(cfg):
-                files = [Path(tmp) / "config.yaml"]
-                files[0].write_text(yaml.safe_dump(rounds.at_cap(cfg), sort_keys=False))
-            records = _dry_run(files, settings, set(targets))
+        records = _dry_run(files, settings, set(targets))
     finally:
         log.propagate = propagate
     jobs = [DagJob(r["rule"], SimpleNamespace(**r["wildcards"]), SimpleNamespace(**r["params"]), r["bench"],
@@ -77,6 +73,19 @@ def workflow_jobs(configfiles=(), profile: Path = PROFILE, targets=("all",)) -> 
                    r["deps"], r["priority"], r["threads"]) for r in records]
     _name_submissions(jobs)  # submission: the group job's id until then
     return jobs
+
+
+def config_jobs(config: dict, *args) -> list[DagJob]:
+    """``workflow_jobs`` (with its other arguments, ``args``) of a config given as a dict
+    (merged and validated): written to a temporary file for Snakemake to read."""
+    import tempfile
+
+    import yaml
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "config.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return workflow_jobs([path], *args)
 
 
 def _name_submissions(jobs: list[DagJob]) -> None:

@@ -37,10 +37,8 @@ the same errors, larger where few rounds run).
 from __future__ import annotations
 
 import math
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from sparselen.interface import rounds as config_rounds
 from sparselen.interface.rounds import ROUNDED_SLICES, Rounds, at_cap, rounded, section_through, through  # noqa: F401 (the estimate's names)
@@ -154,15 +152,10 @@ def farther(factor: float = FARTHER):
 def plan_of(config: dict):
     """``config``'s planned jobs (Snakemake's DAG of the config written to a file, as ``sparselen
     estimate`` plans it)."""
-    import yaml
-
-    from sparselen.estimate.dag import workflow_jobs
+    from sparselen.estimate.dag import config_jobs
     from sparselen.estimate.plan import plan
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "config.yaml"
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        return plan(config, workflow_jobs([path]))
+    return plan(config, config_jobs(config))
 
 
 def price(config: dict, gpu, cpu, retries: int = 2, dp_efficiency: float | None = None, gpus_available=(8,),
