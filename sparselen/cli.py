@@ -32,10 +32,11 @@ def estimate(args) -> int:
     from sparselen.estimate.dag import workflow_jobs
     from sparselen.estimate.plan import plan
     from sparselen.interface.config import load
+    from sparselen.interface.rounds import at_cap, rounded
     from sparselen.runtime import io
 
     given = load(args.configfile)
-    cfg = rounds.at_cap(given) if rounds.rounded(given) else given  # the tables price every round (the cap)
+    cfg = at_cap(given) if rounded(given) else given  # the tables price every round (the cap)
     jobs = plan(cfg, workflow_jobs(args.configfile))
     if args.calibrate:
         from sparselen.estimate.calibrate import calibrate
@@ -52,7 +53,7 @@ def estimate(args) -> int:
     out = tables.report(cfg, jobs, gpu, cpu, args.retries,
                         dp_efficiency=args.dp_efficiency or tables.DP_EFFICIENCY,
                         gpus_available=tuple(args.gpus_available), cores=args.cores)
-    if rounds.rounded(given):  # seeds in rounds: what they are likely to cost, and at most
+    if rounded(given):  # seeds in rounds: what they are likely to cost, and at most
         rounds.report(given, partial(rounds.price, gpu=gpu, cpu=cpu, retries=args.retries,
                                    dp_efficiency=args.dp_efficiency, gpus_available=tuple(args.gpus_available),
                                    cores=args.cores))

@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from sparselen.interface import rounds as config_rounds
-from sparselen.interface.rounds import ROUNDED_SLICES, Rounds, at_cap, rounded, section_through, through  # noqa: F401 (the estimate's names)
+from sparselen.interface.rounds import Rounds, rounded, section_through, through
 from sparselen.statistics import power
 
 FARTHER = 2.0  # effects this many times as far from their thresholds: the second set of chances

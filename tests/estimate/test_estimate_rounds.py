@@ -10,6 +10,7 @@ from conftest import ROOT
 
 from sparselen.estimate import plan, profiles, rounds, tables
 from sparselen.estimate.display import hm
+from sparselen.interface import rounds as config_rounds
 from sparselen.interface.config import load
 from sparselen.ppc import claims as ppc_claims
 from sparselen.statistics import power
@@ -39,11 +40,12 @@ def c1_alone(monkeypatch):
 def test_section_through_cuts_every_seed_list():
     section = {"seeds": list(range(20)), "rounds": {"size": 5, "max": 4}, "tasks": ["a", "b"],
                "a": {"seeds": list(range(100, 120))}, "b": {"k": 1}}
-    cut = rounds.section_through(section, 1)
+    cut = config_rounds.section_through(section, 1)
     assert cut["seeds"] == list(range(10)) and cut["a"]["seeds"] == list(range(100, 110)) and "rounds" not in cut
     assert cut["b"] == {"k": 1} and len(section["a"]["seeds"]) == 20 and "rounds" in section  # a copy
     cfg = small_config()
-    assert rounds.through(cfg, 7)["ppc"]["seeds"] == list(range(20)) and rounds.through(cfg, 0)["parity"] is cfg["parity"]
+    assert config_rounds.through(cfg, 7)["ppc"]["seeds"] == list(range(20))
+    assert config_rounds.through(cfg, 0)["parity"] is cfg["parity"]
 
 
 def test_round_hours_add_up_to_the_cap(priced):
