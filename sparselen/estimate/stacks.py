@@ -24,6 +24,9 @@ all S runs:
 - memory: S times a run's training step (``memory.stacked``); its evaluations run one run at a
   time, each as alone (the theory's GPT runs).
 
+A stack of runs that train, but not as one model (the theory's SFA runs, theory.sfa_stack: a
+CPU's chunk of seconds-long runs), is priced ``in_turn``: its runs' work added up.
+
 The largest S whose every pass fits a device, what the estimate offers when a config stacks
 another number, is ``stack_size``'s.
 """
@@ -35,6 +38,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sparselen.interface.job import per_run_rule
+from sparselen.jobs.slices import stacked_trainings
 from sparselen.nn.flops import Term, Work
 from sparselen.nn.memory import DEVICES, Peak, stacked
 
@@ -56,9 +60,27 @@ def seeds(dag: DagJob) -> list[int] | None:
 
 def price(dag: DagJob, run: Work) -> Work:
     """The job's work from one of its runs' (``run``, its runs' rule's cost): a stack rule's job
-    as ``stack_work`` of its runs, any other job as ``run``."""
+    as ``stack_work`` of its runs, or ``in_turn`` where its runs train but not as one model (the
+    theory's SFA runs: theory.sfa_stack), any other job as ``run``."""
     runs = seeds(dag)
-    return run if runs is None else stack_work([run] * len(runs), dag.slice)
+    if runs is None:
+        return run
+    if run.train_steps and per_run_rule(dag.rule) not in stacked_trainings():
+        return in_turn([run] * len(runs))
+    return stack_work([run] * len(runs), dag.slice)
+
+
+def in_turn(works: list[Work]) -> Work:
+    """One job of the runs ``works`` (one cell's, alike) run one after another in one process:
+    their terms and units added up (start-up paid once), the memory of one run's."""
+    first, units = works[0], {}
+    for w in works:
+        for name, amount in w.units.items():
+            units[name] = units.get(name, 0.0) + amount
+    if first.model_job:
+        units["model_job"] = units.get("model_job", 0.0) + len(works) - 1  # seconds() adds the first
+    return replace(first, terms=[t for w in works for t in w.terms], units=units, runs=len(works),
+                   train_steps=sum(w.train_steps for w in works))
 
 
 def padded_flops(term: Term, stack: int, groups: int = 1) -> float:

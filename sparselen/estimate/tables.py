@@ -312,7 +312,8 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
     for line in assumptions(config, None if local else gpu, cpu, n, retries, dp_efficiency, local):
         out(f"- {line}")
     if stacked:
-        out(f"- {stacks_assumption(config, gpu if not local else cpu)}")
+        for line in stacks_assumption(config, gpu if not local else cpu):
+            out(f"- {line}")
     out(f"\nPer slice (device-hours as h:mm, one job at a time):\n")
     out(markdown(by_slice))
     out(f"\nPer job type (h:mm: device-hours; max_job: the longest job; "
@@ -363,20 +364,29 @@ def report(config: dict, jobs: list[Job], gpu: Profile | None, cpu: Profile, ret
             "jobs_per_gpu": n, "errors": errors, "clock": clock, "local": local, "best_stacks": best, "disk": disk}
 
 
-def stacks_assumption(config: dict, p: Profile) -> str:
+def stacks_assumption(config: dict, p: Profile) -> list[str]:
+    """The assumption lines of the config's stacks: the slices' batched ones (``stack``), and the
+    theory's SFA runs one after another (``theory.sfa_stack``)."""
+    lines = []
+    in_turn = int(config.get("theory", {}).get("sfa_stack", 1))
+    if in_turn > 1:
+        lines.append(f"theory.sfa_stack {in_turn}: a job runs that many SFA runs one after another in one process, "
+                     f"priced as their work added up after one start-up (sparselen.estimate.stacks.in_turn)")
     sizes = ", ".join(f"{stacks.key(s)} {n}" for s, n in stack_size.configured(config).items() if n > 1)
+    if not sizes:
+        return lines
     grouped = "; ".join(f"{name}'s in {section['length_groups']} passes, {name}.length_groups"
                         for name, section in config.items()
                         if isinstance(section, dict) and int(section.get("length_groups", 1)) > 1)
     grouped = f" ({grouped}: the runs grouped by drawn length, each padded to its group's longest)" if grouped else ""
     together = ", ".join(stacked_evaluation_rules())
-    return (f"Stacks ({sizes}; sparselen.training.stacked): a stack's job starts, compiles and runs the trainer once; its "
+    return [f"Stacks ({sizes}; sparselen.training.stacked): a stack's job starts, compiles and runs the trainer once; its "
             f"training step pays its overheads once and the FLOPs and optimizer traffic of all its runs, each batch "
             f"padded to the step's longest{grouped}, or, where longer, {p.batch_s * 1e3:.3g} ms a run to draw their "
             f"batches in a worker process; its peak memory is S x a run's training step; an evaluation stack of "
             f"{together or 'no rule'} evaluates its runs as one stacked model, one pass per batch for all, any other its "
             f"runs one after another after one start-up, as a training stack of the theory's GPT runs does; one SLURM "
-            f"submission on one GPU, not packed")
+            f"submission on one GPU, not packed", *lines]
 
 
 def stack_choice(config: dict, jobs: list[Job], gpu: Profile, out=print) -> dict:

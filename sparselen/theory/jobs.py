@@ -48,10 +48,12 @@ def _write_eval(job, predict, pc, targets, labels: dict) -> None:
     log.info("%s", df[["ratio", "length", "log_loss", "error"]].to_string(index=False))
 
 
-def run_sfa(job) -> None:
+def run_sfa(job, device: torch.device | None = None) -> None:
     """The idealized sparse-functional-attention model (params task, train, eval, sfa) on one
-    (distribution, k, seed); always on CPU (tuples are gathered, not a GPU-shaped workload), on
-    the job's threads (theory.sfa_threads, set by ``sparselen.jobs.dispatch``)."""
+    (distribution, k, seed); always on CPU (tuples are gathered, not a GPU-shaped workload;
+    ``device``, a stack job's, is not used), on the job's threads (theory.sfa_threads, set by
+    ``sparselen.jobs.dispatch``). A stack job of theory.sfa_stack seeds runs this for each in turn
+    (``sparselen.jobs.stacks.run_stack``)."""
     p, identity, run = job.params, run_identity(job), typed_wildcards(job)
     pc, lengths, targets = _setting(job)
     window = sfa_window(pc, p.sfa["window"], lengths)

@@ -14,6 +14,7 @@ from conftest import ROOT, SMOKE
 
 from sparselen.estimate import calibrate, dag, disk, limits, plan, profiles, schedule, stack_size, tables, timeline
 from sparselen.interface.config import load
+from sparselen.interface.job import per_run_rule
 from sparselen.nn import flops, memory
 from sparselen.nn.model import GPTNeoX, ModelConfig
 
@@ -309,7 +310,7 @@ def test_sfa_runs_are_priced_on_their_threads(paper_jobs, smoke_dag):
     sfa = [j for j in paper_jobs if j.dag.rule == "theory_run_sfa"]
     threads = load(PAPER)["theory"]["sfa_threads"]
     assert threads > 1 and {j.dag.threads for j in sfa} == {j.work.threads for j in sfa} == {threads}
-    assert {j.threads for j in smoke_dag if j.rule == "theory_run_sfa"} == {1}
+    assert {j.threads for j in smoke_dag if per_run_rule(j.rule) == "theory_run_sfa"} == {1}
     cpu = profiles.CPU_DEFAULT
     work = max(sfa, key=lambda j: j.work.flops).work
     fixed = profiles.seconds(replace(work, terms=[replace(t, flops=0.0) for t in work.terms], units={}), cpu)
@@ -317,6 +318,27 @@ def test_sfa_runs_are_priced_on_their_threads(paper_jobs, smoke_dag):
     assert cpu.speedup(1) == 1 and alone / spread == pytest.approx(cpu.speedup(threads))
     assert cpu.speedup(threads) == 1 + (threads - 1) * cpu.thread_efficiency > 1
     assert profiles.gpu_profile("h100").speedup(threads) == 1
+
+
+def test_an_sfa_stack_is_priced_as_its_runs_one_after_another(paper_jobs):
+    """theory.sfa_stack: a job of S SFA runs takes S runs' time less S - 1 start-ups and one
+    run's memory (its runs train in turn, not as one model); a training stack of a slice that
+    batches its runs is priced as one model (S x a run's training step in memory)."""
+    from types import SimpleNamespace
+
+    from sparselen.estimate import stacks
+
+    run = replace(next(j for j in paper_jobs if j.dag.rule == "theory_run_sfa").work, threads=1)
+    sfa = SimpleNamespace(rule="theory_run_sfa_stack0", slice="theory", params=SimpleNamespace(stack_seeds=[0, 1, 2]))
+    three = stacks.price(sfa, run)
+    cpu = profiles.CPU_DEFAULT
+    alone = profiles.seconds(run, cpu)["seconds"]
+    assert three.runs == 3 and three.flops == pytest.approx(3 * run.flops)
+    assert profiles.seconds(three, cpu)["seconds"] == pytest.approx(3 * alone - 2 * cpu.job_s)
+    assert three.memory == run.memory
+    gpt = next(j for j in paper_jobs if j.dag.rule.startswith("theory_run_gpt")).run
+    batched = stacks.price(SimpleNamespace(**{**vars(sfa), "rule": "theory_run_gpt_stack0"}), gpt)
+    assert batched.memory["gpu"].bytes == pytest.approx(memory.stacked(gpt.memory["gpu"].bytes, 3, "gpu"))
 
 
 def test_profiles():
@@ -716,7 +738,7 @@ def test_a_stack_jobs_limit_is_a_multiple_of_its_prediction(tmp_path_factory):
     jobs = plan.plan(cfg, workflow_jobs(tmp_path_factory, files))
     gpu, cpu = profiles.resolve("h100", profiles.UTILIZATION, None, compile=cfg["compile"])
     df = tables.estimate(cfg, jobs, gpu, cpu)
-    stacked = df[df["job"].str.contains("seeds=")]
+    stacked = df[df["job"].str.contains("seeds=") & (df["slice"] == "parity")]
     assert len(stacked) == 12 and set(stacked["runs"]) == {1, 3}
     minutes = [math.ceil(100 * s / 60) for s in stacked["seconds"]]
     assert stacked["runtime_min"].tolist() == [min(100, max(limits.MIN_MINUTES, m)) for m in minutes]

@@ -74,7 +74,7 @@ def test_packed_jobs_ask_for_a_slot_of_a_gpu(tmp_path):
             assert (slot.items() <= r.items() and "gpu" not in r) if packed else (r["gpu"] == "1" and not
                                                                                     slot.keys() & r.keys()), (n, rule, r)
         assert res["language_train"]["gpu"] == "1" and ("jobs_per_gpu" in res["language_train"]) == packed
-        assert not {"gpu", "gres", "gpu_slots"} & res["theory_run_sfa"].keys()
+        assert not {"gpu", "gres", "gpu_slots"} & res["theory_run_sfa_stack0"].keys()  # config.yaml's sfa_stack
 
 
 def test_the_local_profile_runs_packed_jobs_side_by_side_on_one_gpu(tmp_path):

@@ -5,7 +5,7 @@ import re
 
 import pytest
 import yaml
-from conftest import DEFAULT_CONFIG, ROOT, SMOKE_CONFIG, dry_run_jobs, smoke_config
+from conftest import DEFAULT_CONFIG, ROOT, SMOKE_CONFIG, dry_run_jobs, smoke_config, snakemake
 
 
 def counts(jobs):
@@ -13,10 +13,12 @@ def counts(jobs):
 
 
 def test_fig_theory_lists_exactly_the_needed_jobs(tmp_path):
+    """One GPT job per run; the SFA runs one job per chunk of theory.sfa_stack seeds."""
     t = smoke_config()["theory"]
     n_dist, n_seeds = len(t["distributions"]), len(t["seeds"])
+    assert t["sfa_stack"] > 1 and n_seeds == 1
     assert counts(dry_run_jobs(tmp_path, "fig_theory")) == {
-        "theory_run_sfa": n_dist * len(t["k"]) * n_seeds, "theory_run_gpt": n_dist * len(t["gpt"]["k"]) * n_seeds,
+        "theory_run_sfa_stack0": n_dist * len(t["k"]), "theory_run_gpt": n_dist * len(t["gpt"]["k"]) * n_seeds,
         "theory_table": 1, "theory_figure": 1, "fig_theory": 1}
 
 
@@ -35,13 +37,34 @@ def test_the_sfa_runs_follow_their_own_seeds(tmp_path, sfa_seeds, expected):
     theory.seeds."""
     t = smoke_config()["theory"]
     overlay = tmp_path / "sfa.yaml"
-    overlay.write_text(yaml.safe_dump({"theory": {"sfa_seeds": sfa_seeds}}))
+    overlay.write_text(yaml.safe_dump({"theory": {"sfa_seeds": sfa_seeds, "sfa_stack": 1}}))
     jobs = dry_run_jobs(tmp_path, "fig_theory", configfile=(DEFAULT_CONFIG, SMOKE_CONFIG, overlay))
     sfa = [w for rule, w in jobs if rule == "theory_run_sfa"]
     gpt = [w for rule, w in jobs if rule == "theory_run_gpt"]
     assert {int(w["seed"]) for w in sfa} == expected != set(t["seeds"])
     assert len(sfa) == len(t["distributions"]) * len(t["k"]) * len(expected)
     assert {int(w["seed"]) for w in gpt} == set(t["seeds"])
+
+
+def test_sfa_stacks_chunk_the_seeds_and_change_no_result(tmp_path):
+    """theory.sfa_stack: N cuts the SFA seeds into chunks of N, one job each, whose runs give
+    the very files of one job per run; switching between the two reruns nothing."""
+    runs = [f"results/theory/sfa/local/k2/seed{s}/eval.csv" for s in range(3)]
+
+    def overlay(stack):
+        path = tmp_path / f"stack{stack}.yaml"
+        path.write_text(yaml.safe_dump({"theory": {"sfa_seeds": 3, "sfa_stack": stack}}))
+        return (DEFAULT_CONFIG, SMOKE_CONFIG, path)
+
+    jobs = dry_run_jobs(tmp_path, *runs, configfile=overlay(2))
+    assert sorted(rule for rule, _ in jobs) == ["theory_run_sfa_stack0", "theory_run_sfa_stack1"]
+    snakemake(tmp_path, "--cores", "1", *runs, configfile=overlay(2))
+    stacked = {r: (tmp_path / r).read_bytes() for r in runs}
+    assert (tmp_path / "logs/theory/sfa/local_k2_seeds0-1.log").exists()
+    assert "Nothing to be done" in snakemake(tmp_path, "-n", *runs, configfile=overlay(1)).stdout
+    rerun = snakemake(tmp_path, "--cores", "1", *runs, "--forcerun", "theory_run_sfa", configfile=overlay(1))
+    assert (rerun.stdout + rerun.stderr).count("rule theory_run_sfa:") == 3
+    assert {r: (tmp_path / r).read_bytes() for r in runs} == stacked
 
 
 def test_the_theory_claims_power_counts_each_models_seeds():

@@ -1,6 +1,6 @@
 # The theory, made runnable (docs/theory.md): one job per (model, distribution, k, seed), or
-# for the GPT runs per (distribution, k) and chunk of theory.stack seeds, trains on lengths
-# <= L and evaluates up to Lbar -> table of errors and slopes -> figure.
+# per (distribution, k) and chunk of theory.stack (GPT) or theory.sfa_stack (SFA) seeds,
+# trains on lengths <= L and evaluates up to Lbar -> table of errors and slopes -> figure.
 import sparselen.theory
 import sparselen.theory.memory
 
@@ -9,11 +9,12 @@ THEORY_DIR = "results/theory"
 THEORY_SFA_RUN = f"{THEORY_DIR}/sfa/{{distribution}}/k{{k}}/seed{{seed}}"
 THEORY_GPT_RUN = f"{THEORY_DIR}/gpt/{{distribution}}/k{{k}}/seed{{seed}}"
 # The SFA runs' seeds: theory.sfa_seeds, else theory.seeds (sparselen.theory.sfa_seeds).
+THEORY_SFA_SEEDS = training_seeds({"seeds": sparselen.theory.sfa_seeds(THEORY)})
 THEORY_RUNS = expand(
     THEORY_SFA_RUN,
     distribution=THEORY["distributions"],
     k=THEORY["k"],
-    seed=training_seeds({"seeds": sparselen.theory.sfa_seeds(THEORY)}),
+    seed=THEORY_SFA_SEEDS,
 ) + expand(
     THEORY_GPT_RUN,
     distribution=THEORY["distributions"],
@@ -77,39 +78,58 @@ for train_rule in stack_rules(
             JOB
 
 
-rule theory_run_sfa:
-    output:
-        **train_outputs(THEORY_SFA_RUN),
-        eval=f"{THEORY_SFA_RUN}/eval.csv",
-    log:
-        "logs/theory/sfa/{distribution}_k{k}_seed{seed}.log",
-    benchmark:
-        "results/benchmarks/theory/sfa/{distribution}_k{k}_seed{seed}.tsv"
-    # the longest single jobs of paper.yaml (the nonlocal law at k = 4, hours on a CPU): the
-    # DAG's critical chain (`sparselen estimate`), so they start first
-    priority: 1
-    group:
-        GROUP_CPU_TRAIN
-    conda:
-        ENV
-    threads: THEORY_SFA_THREADS
-    resources:
-        # memory: from about 1 GB to tens of GB by law and k (sparselen/theory/memory.py)
-        **job_resources(
-            runtime=config["resources"]["sfa_runtime"],
-            gpu=False,
-            threads=THEORY_SFA_THREADS,
-        )
-        | {
-            "mem_mb": lambda w: sparselen.theory.memory.sfa_mem_mb(
-                {**THEORY_SHARED, "sfa": THEORY["sfa"]}, w.distribution, int(w.k)
+# The SFA runs: one job per (distribution, k, seed), or with theory.sfa_stack > 1 per chunk
+# of that many seeds, run one after another in one process (still a CPU job of the group
+# cpu_train, its time sfa_runtime per run).
+THEORY_SFA_OUTPUTS = train_outputs(THEORY_SFA_RUN) | {
+    "eval": f"{THEORY_SFA_RUN}/eval.csv"
+}
+
+
+for sfa_rule in stack_rules(
+    "theory_run_sfa",
+    THEORY["sfa_stack"],
+    [(seeds, {}) for seeds in seed_chunks(THEORY_SFA_SEEDS, THEORY["sfa_stack"])],
+    THEORY_SFA_OUTPUTS,
+    "logs/theory/sfa/{distribution}_k{k}_seed{seed}.log",
+    "results/benchmarks/theory/sfa/{distribution}_k{k}_seed{seed}.tsv",
+):
+
+    rule:
+        name:
+            sfa_rule.name
+        output:
+            **sfa_rule.output,
+        log:
+            sfa_rule.log,
+        benchmark:
+            sfa_rule.benchmark
+        # the longest single jobs of paper.yaml (the nonlocal law at k = 4, hours on a CPU): the
+        # DAG's critical chain (`sparselen estimate`), so they start first
+        priority: 1
+        group:
+            GROUP_CPU_TRAIN
+        conda:
+            ENV
+        threads: THEORY_SFA_THREADS
+        resources:
+            # memory: from about 1 GB to tens of GB by law and k (sparselen/theory/memory.py)
+            **job_resources(
+                runtime=config["resources"]["sfa_runtime"] * sfa_rule.runs,
+                gpu=False,
+                threads=THEORY_SFA_THREADS,
             )
-        },
-    params:
-        **THEORY_SHARED,
-        sfa=THEORY["sfa"],
-    script:
-        JOB
+            | {
+                "mem_mb": lambda w: sparselen.theory.memory.sfa_mem_mb(
+                    {**THEORY_SHARED, "sfa": THEORY["sfa"]}, w.distribution, int(w.k)
+                )
+            },
+        params:
+            **THEORY_SHARED,
+            **sfa_rule.extra_params,
+            sfa=THEORY["sfa"],
+        script:
+            JOB
 
 
 rule theory_table:
