@@ -73,14 +73,20 @@ def price(dag: DagJob, run: Work) -> Work:
 def in_turn(works: list[Work]) -> Work:
     """One job of the runs ``works`` (one cell's, alike) run one after another in one process:
     their terms and units added up (start-up paid once), the memory of one run's."""
-    first, units = works[0], {}
+    return replace(works[0], terms=[t for w in works for t in w.terms], units=summed_units(works), runs=len(works),
+                   train_steps=sum(w.train_steps for w in works))
+
+
+def summed_units(works: list[Work]) -> dict:
+    """The units of the runs ``works`` in one job, added up, with each run's model
+    files and provenance (``model_job``) beyond the first (``profiles.seconds`` adds that one)."""
+    units: dict = {}
     for w in works:
         for name, amount in w.units.items():
             units[name] = units.get(name, 0.0) + amount
-    if first.model_job:
-        units["model_job"] = units.get("model_job", 0.0) + len(works) - 1  # seconds() adds the first
-    return replace(first, terms=[t for w in works for t in w.terms], units=units, runs=len(works),
-                   train_steps=sum(w.train_steps for w in works))
+    if works[0].model_job:
+        units["model_job"] = units.get("model_job", 0.0) + len(works) - 1
+    return units
 
 
 def padded_flops(term: Term, stack: int, groups: int = 1) -> float:
@@ -138,14 +144,8 @@ def stack_work(works: list[Work], slice_: str) -> Work:
                                  length_groups=groups))
     terms += [replace(t, flops=stack * t.flops, runs=stack) for t in first.terms if t.kind != "train" and t.stacked]
     terms += [t for w in works for t in w.terms if t.kind != "train" and not t.stacked]
-    units: dict = {}
-    for w in works:
-        for name, amount in w.units.items():
-            units[name] = units.get(name, 0.0) + amount
-    if first.model_job:
-        units["model_job"] = units.get("model_job", 0.0) + stack - 1  # seconds() adds the first
     memory = {kind: stacked_peak(first, stack, kind, slice_) for kind in DEVICES}
-    return replace(first, terms=terms, units=units, runs=stack,
+    return replace(first, terms=terms, units=summed_units(works), runs=stack,
                    memory={k: v for k, v in memory.items() if v is not None})
 
 
